@@ -1,0 +1,1 @@
+"""Bodies of the `python -m aka_graph` subcommands; `aka_graph.cli` only declares and wires them."""

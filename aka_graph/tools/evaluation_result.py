@@ -1,0 +1,59 @@
+"""Coordinator-side schema of the harness's evaluation JSON (design §3 'Evaluation result').
+
+The GPU-side harness writes plain JSON with the standard library; this model validates it on the way in,
+so a malformed or truncated result is an INFRA_ERROR, never a score.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+SCHEMA_ID = "aka_graph.evaluation.v1"
+
+Status = Literal[
+    "PASS", "COMPILE_ERROR", "INCORRECT", "RUNTIME_ERROR", "TIMEOUT", "REWARD_HACK", "INFRA_ERROR"
+]
+TimingMethod = Literal["cuda_graph", "cuda_event", "host_interpreter", "none"]
+
+
+class DeviceInfo(BaseModel):
+    name: str
+    arch: str = Field(description="e.g. sm_90, or 'cpu' under the Triton interpreter")
+    sm_clock_mhz: float | None = None
+    mem_clock_mhz: float | None = None
+
+
+class WorkloadResult(BaseModel):
+    id: str = Field(description="workload uuid, or an opaque id when the shape is private")
+    status: Status
+    max_abs_error: float | None = None
+    max_rel_error: float | None = None
+    latency_us: float | None = None
+    spread_pct: float | None = Field(default=None, description="robust spread of the timing samples")
+    sol_bound_us: float | None = None
+    utilization_pct: float | None = None
+    reference_latency_us: float | None = None
+    message: str = ""
+
+
+class Summary(BaseModel):
+    objective: float | None = Field(default=None, description="the campaign objective (lower is better)")
+    geomean_latency_us: float | None = None
+    geomean_utilization_pct: float | None = None
+
+
+class EvaluationResult(BaseModel):
+    schema_id: Literal["aka_graph.evaluation.v1"] = Field(alias="schema", default=SCHEMA_ID)
+    status: Status
+    kernel_sha256: str
+    device: DeviceInfo
+    timing_method: TimingMethod
+    authoritative: bool
+    seeds: list[int] = Field(default_factory=list)
+    workloads: list[WorkloadResult] = Field(default_factory=list)
+    summary: Summary = Field(default_factory=Summary)
+    message: str = ""
+
+    model_config = {"populate_by_name": True}
