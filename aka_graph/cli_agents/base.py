@@ -49,6 +49,9 @@ class AgentRun(BaseModel):
     resume_session: str | None = Field(default=None, description="continue this session instead of a new one")
     transcript_dir: Path = Field(description="where raw stdout/stderr of this invocation are saved")
     model: str | None = None
+    labels: dict[str, str] = Field(
+        default_factory=dict, description="e.g. episode/trial ids; used by logs and the replay backend"
+    )
 
 
 class AgentResult(BaseModel):
