@@ -5,8 +5,17 @@ from aka_graph.cli_agents.base import (
     AgentNotReady,
     AgentResult,
     AgentRun,
+    BudgetExceeded,
     Effort,
     TokenUsage,
 )
 
-__all__ = ["AgentBackend", "AgentNotReady", "AgentResult", "AgentRun", "Effort", "TokenUsage"]
+__all__ = [
+    "AgentBackend",
+    "AgentNotReady",
+    "AgentResult",
+    "AgentRun",
+    "BudgetExceeded",
+    "Effort",
+    "TokenUsage",
+]

@@ -63,6 +63,9 @@ class AgentResult(BaseModel):
     timed_out: bool = False
     failed: bool = Field(default=False, description="the CLI reported an error (is_error, turn.failed, ...)")
     error: str = ""
+    stopped: bool = Field(
+        default=False, description="ended early because the token observer raised `BudgetExceeded`"
+    )
 
     @property
     def ok(self) -> bool:
@@ -71,6 +74,11 @@ class AgentResult(BaseModel):
 
 TokenObserver = Callable[[TokenUsage], None]
 """Called with the invocation's running token total while the CLI streams (so budgets can stop it)."""
+
+
+class BudgetExceeded(Exception):
+    """Raised by a `TokenObserver` to stop the running CLI: its process group is terminated and the
+    result comes back with `stopped=True`, `failed=True` and this message in `error`."""
 
 
 class AgentNotReady(RuntimeError):
