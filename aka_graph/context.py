@@ -1,0 +1,184 @@
+"""What the nodes need but the checkpoint must not hold: the sandbox, the agent backends, the evaluator.
+
+It travels in LangGraph's runtime context (`invoke(..., context=CampaignContext(...))`). Embedded in a
+parent graph or under `langgraph dev` there is no context, so `context_for` builds the default one from
+the campaign settings — or from `AKA_GRAPH_CONTEXT_FACTORY=module:function` (a function taking the
+`CampaignConfig`), which is how a server process gets test doubles or site-specific backends.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from aka_graph.cli_agents.base import AgentBackend
+from aka_graph.state import CampaignConfig
+from aka_graph.tools.evaluation_result import EvaluationResult
+from aka_graph.tools.sandbox.job import Sandbox
+
+CONTEXT_FACTORY_ENV = "AKA_GRAPH_CONTEXT_FACTORY"
+
+
+class Evaluator(Protocol):
+    """Runs the harness through a sandbox (A1's `evaluate_kernel` / `compare_kernels`)."""
+
+    def evaluate(
+        self,
+        sandbox: Sandbox,
+        op_dir: Path,
+        kernel_dir: Path,
+        results_dir: Path,
+        *,
+        seeds: int,
+        timeout_s: float,
+        gpu_index: int | None,
+        device: str,
+    ) -> EvaluationResult: ...
+
+    def compare(
+        self,
+        sandbox: Sandbox,
+        op_dir: Path,
+        kernels: dict[str, Path],
+        results_dir: Path,
+        *,
+        pattern: str,
+        repeats: int,
+        seeds: int,
+        timeout_s: float,
+        gpu_index: int | None,
+        device: str,
+    ) -> Any: ...
+
+
+class HarnessEvaluator:
+    """The real evaluator: A1's coordinator-side functions."""
+
+    def evaluate(
+        self,
+        sandbox: Sandbox,
+        op_dir: Path,
+        kernel_dir: Path,
+        results_dir: Path,
+        *,
+        seeds: int,
+        timeout_s: float,
+        gpu_index: int | None,
+        device: str,
+    ) -> EvaluationResult:
+        from aka_graph.tools.evaluation import evaluate_kernel
+
+        return evaluate_kernel(
+            sandbox,
+            op_dir,
+            kernel_dir,
+            results_dir,
+            seeds=seeds,
+            timeout_s=timeout_s,
+            gpu_index=gpu_index,
+            device=device,
+        )
+
+    def compare(
+        self,
+        sandbox: Sandbox,
+        op_dir: Path,
+        kernels: dict[str, Path],
+        results_dir: Path,
+        *,
+        pattern: str,
+        repeats: int,
+        seeds: int,
+        timeout_s: float,
+        gpu_index: int | None,
+        device: str,
+    ) -> Any:
+        from aka_graph.tools.evaluation import compare_kernels
+
+        return compare_kernels(
+            sandbox,
+            op_dir,
+            kernels,
+            results_dir,
+            pattern=pattern,
+            repeats=repeats,
+            seeds=seeds,
+            timeout_s=timeout_s,
+            gpu_index=gpu_index,
+            device=device,
+        )
+
+
+@dataclass
+class CampaignContext:
+    """Runtime dependencies of one campaign (never checkpointed)."""
+
+    sandbox: Sandbox
+    agent: AgentBackend
+    reviewers: Mapping[str, AgentBackend] = field(default_factory=dict)
+    evaluator: Evaluator = field(default_factory=HarnessEvaluator)
+    sleep: Callable[[float], None] = time.sleep
+    on_event: Callable[[dict[str, Any]], None] | None = None
+    skills_dir: Path | None = None
+
+    def reviewer(self, name: str) -> AgentBackend:
+        if name not in self.reviewers:
+            from aka_graph.cli_agents.registry import make_backend
+
+            self.reviewers = {**self.reviewers, name: make_backend(name)}
+        return self.reviewers[name]
+
+
+def default_skills_dir() -> Path | None:
+    candidate = Path(__file__).resolve().parent.parent / "skills"
+    return candidate if candidate.is_dir() else None
+
+
+def build_default_context(config: CampaignConfig) -> CampaignContext:
+    """The context a plain `run` uses: the configured sandbox, agent CLI and the real evaluator."""
+    factory = os.environ.get(CONTEXT_FACTORY_ENV)
+    if factory:
+        module_name, _, attr = factory.partition(":")
+        if not attr:
+            raise ValueError(f"{CONTEXT_FACTORY_ENV}={factory!r}: use the form 'package.module:function'")
+        return getattr(importlib.import_module(module_name), attr)(config)
+    from aka_graph.cli_agents.registry import make_backend
+    from aka_graph.tools.sandbox.factory import SandboxSpec, make_sandbox
+
+    if config.sandbox_ssh:
+        spec = SandboxSpec(
+            kind="ssh",
+            ssh_target=config.sandbox_ssh,
+            ssh_gpu=config.sandbox_ssh_gpu,
+            ssh_init=config.sandbox_ssh_init,
+        )
+    else:
+        spec = SandboxSpec(kind="local", gpu_index=config.gpu_index)
+    replay = Path(config.replay_script) if config.replay_script else None
+    return CampaignContext(
+        sandbox=make_sandbox(spec),
+        agent=make_backend(config.agent_cli, replay_script=replay),
+        reviewers={name: make_backend(name, replay_script=replay) for name in config.reviewers},
+        skills_dir=default_skills_dir(),
+    )
+
+
+_DEFAULTS: dict[str, CampaignContext] = {}
+_DEFAULTS_LOCK = threading.Lock()
+
+
+def context_for(context: CampaignContext | None, config: CampaignConfig) -> CampaignContext:
+    """The injected context, or the (cached) default one for these settings."""
+    if context is not None:
+        return context
+    key = config.model_dump_json()
+    with _DEFAULTS_LOCK:
+        if key not in _DEFAULTS:
+            _DEFAULTS[key] = build_default_context(config)
+        return _DEFAULTS[key]

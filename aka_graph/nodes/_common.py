@@ -1,0 +1,132 @@
+"""Helpers every node shares: the runtime context, progress events, the workspace, the ledger, agent runs.
+
+Nodes are written to be re-run: LangGraph (durability "sync") re-executes the node a `kill -9`
+interrupted, so every side effect here is idempotent or keyed (ledger keys, `memory/vN.json` existence).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, TokenUsage
+from aka_graph.context import CampaignContext, context_for
+from aka_graph.state import CampaignConfig, CampaignState, EnvironmentBlock
+from aka_graph.tools.evaluation_result import EvaluationResult
+from aka_graph.tools.ledger import Ledger
+from aka_graph.tools.memory import LiveRecord, write_live
+from aka_graph.tools.workspace import CampaignWorkspace
+
+
+def ctx_of(runtime: Runtime[CampaignContext] | None, state: CampaignState) -> CampaignContext:
+    return context_for(runtime.context if runtime is not None else None, state.config)
+
+
+def emit(
+    runtime: Runtime[CampaignContext] | None, ctx: CampaignContext, node: str, event: str, **fields: Any
+) -> None:
+    """A progress event: to the `custom` stream (progress display) and to the context's observer."""
+    payload = {"node": node, "event": event, **fields}
+    if runtime is not None:
+        runtime.stream_writer(payload)
+    if ctx.on_event is not None:
+        ctx.on_event(payload)
+
+
+def workspace_of(state: CampaignState) -> CampaignWorkspace:
+    return open_workspace(state.config, state.op_name, state.platform)
+
+
+def open_workspace(config: CampaignConfig, op_name: str, platform: str) -> CampaignWorkspace:
+    return CampaignWorkspace.open_or_create(
+        Path(config.workspace), op_name, config.framework, platform, config.optimization_mode == "production"
+    )
+
+
+def ledger_of(ws: CampaignWorkspace) -> Ledger:
+    return Ledger(ws.ledger_path)
+
+
+def update_live(
+    ws: CampaignWorkspace, state: CampaignState, node: str, message: str = "", **fields: Any
+) -> None:
+    inc = state.incumbent
+    best = state.candidate.objective if state.candidate else None
+    values: dict[str, Any] = dict(
+        episode=state.episode or None,
+        mode=state.episode_kind if state.episode else None,
+        node=node,
+        trial=state.trial or None,
+        incumbent_version=inc.version if inc else None,
+        incumbent_objective=inc.objective if inc else None,
+        best_trial_objective=best,
+        tokens_spent=state.tokens_spent,
+        message=message,
+    )
+    values.update(fields)
+    write_live(ws.root, LiveRecord(**values))
+
+
+def save_result(result: EvaluationResult, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(result.model_dump_json(by_alias=True, indent=2) + "\n")
+    return path
+
+
+def save_json(data: Any, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, default=str) + "\n")
+    return path
+
+
+def freeze_kernel(src_dir: Path, dest: Path) -> Path:
+    """Copy a kernel directory's `kernel.py` (+ `solution.json`) to a fixed place that nothing edits."""
+    dest.mkdir(parents=True, exist_ok=True)
+    for name in ("kernel.py", "solution.json"):
+        if (src_dir / name).is_file():
+            shutil.copyfile(src_dir / name, dest / name)
+        elif (dest / name).exists():
+            (dest / name).unlink()
+    return dest
+
+
+def environment_block(state: CampaignState, node: str, diagnostic: str) -> EnvironmentBlock | None:
+    """A block for `node`, or None once it has failed `max_environment_retries` times in a row."""
+    previous = state.blocked.attempts if state.blocked and state.blocked.node == node else 0
+    if previous >= state.config.max_environment_retries:
+        return None
+    return EnvironmentBlock(node=node, diagnostic=diagnostic[-2000:], attempts=previous + 1)
+
+
+def run_agent(
+    ctx: CampaignContext,
+    backend: AgentBackend,
+    run: AgentRun,
+    ledger: Ledger,
+    *,
+    episode: int | None,
+    trial: int | None,
+    missing: Callable[[AgentResult], str | None],
+    max_resumes: int,
+) -> tuple[list[AgentResult], int]:
+    """Run one agent turn with handoff resumes; record every invocation's tokens -> (results, tokens)."""
+    from aka_graph.cli_agents.handoff import run_with_handoff
+
+    results = run_with_handoff(backend, run, missing, max_resumes=max_resumes)
+    total = TokenUsage()
+    for attempt, result in enumerate(results):
+        total = total + result.tokens
+        ledger.record_agent_run(
+            episode=episode,
+            trial=trial,
+            role=run.role,
+            attempt=attempt,
+            session_id=result.session_id,
+            tokens=result.tokens,
+        )
+    return results, total.total

@@ -1,0 +1,126 @@
+"""baseline_v0: no agent. Commit the verbatim reference as `kernel.py`, evaluate it on every workload,
+write `memory/v0.json` in a second commit. V0 is the first incumbent and the denominator of speedups."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from aka_graph.context import CampaignContext
+from aka_graph.nodes._common import (
+    ctx_of,
+    emit,
+    environment_block,
+    ledger_of,
+    save_result,
+    update_live,
+    workspace_of,
+)
+from aka_graph.state import CampaignState, Incumbent
+from aka_graph.tools.evaluation_result import EvaluationResult
+from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
+
+
+def write_reference_kernel(op_dir: Path, op_format: str, dest: Path) -> None:
+    """The reference wrapped as a candidate: SOL `run` returning its outputs; native `Model`."""
+    dest.mkdir(parents=True, exist_ok=True)
+    if op_format == "sol":
+        definition = json.loads((op_dir / "definition.json").read_text())
+        (dest / "kernel.py").write_text(definition["reference"].rstrip() + "\n")
+        solution = {
+            "name": f"{definition.get('name', 'op')}_v0_reference",
+            "definition": definition.get("name"),
+            "author": "aka_graph (verbatim reference)",
+            "spec": {
+                "languages": ["pytorch"],
+                "target_hardware": [],
+                "entry_point": "kernel.py::run",
+                "dependencies": [],
+                "destination_passing_style": False,
+            },
+        }
+        (dest / "solution.json").write_text(json.dumps(solution, indent=2) + "\n")
+    else:
+        (dest / "kernel.py").write_text((op_dir / "reference.py").read_text())
+
+
+def incumbent_from_record(ws_root: Path, record: VersionRecord, kernel_dir: Path) -> Incumbent:
+    return Incumbent(
+        version=record.version,
+        kernel_path=str(kernel_dir),
+        sha256=record.kernel_sha256 or "",
+        objective=record.objective,
+        utilization_pct=record.utilization_pct,
+        timing_method=record.timing_method or "none",
+        commit=record.commit or "",
+        framework=record.framework or "pytorch",
+    )
+
+
+def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    ctx = ctx_of(runtime, state)
+    config = state.config
+    ws = workspace_of(state)
+    frozen = ws.root / "results" / "versions" / "v0"
+    if version_path(ws.root, 0).is_file():  # finished before a crash: read back, do not redo
+        record = next(r for r in read_version_records(ws.root) if r.version == 0)
+        incumbent = incumbent_from_record(ws.root, record, frozen) if record.decision == "baseline" else None
+        return {
+            "incumbent": incumbent,
+            "next_version": 1,
+            "blocked": None,
+            "baseline_objective": record.objective,
+        }
+    update_live(ws, state, "baseline_v0", "evaluating the reference (V0)")
+    # solution.json (non destination-passing) stays with the frozen V0 only: agents' kernels default to DPS
+    write_reference_kernel(Path(config.op_dir), state.op_format, frozen)
+    shutil.copyfile(frozen / "kernel.py", ws.root / "kernel.py")
+    commit = ws.commit(["kernel.py"], "V0: the verbatim reference as kernel.py")
+    results_dir = ws.results_dir / "v0"
+    result = ctx.evaluator.evaluate(
+        ctx.sandbox,
+        Path(config.op_dir),
+        frozen,
+        results_dir,
+        seeds=config.seeds,
+        timeout_s=config.eval_timeout_s,
+        gpu_index=config.gpu_index,
+        device=config.device,
+    )
+    if result.status == "INFRA_ERROR":
+        block = environment_block(state, "baseline_v0", result.message)
+        if block is not None:
+            emit(runtime, ctx, "baseline_v0", "environment_failure", diagnostic=result.message[-300:])
+            return {"blocked": block}
+    result_path = save_result(result, results_dir / "result.json")
+    ledger_of(ws).record(
+        result, episode=None, trial=None, role="v0", kernel_path=frozen / "kernel.py", result_path=result_path
+    )
+    passed = result.status == "PASS"
+    record = VersionRecord.from_evaluation(
+        0,
+        "v0",
+        result,
+        decision="baseline" if passed else "infra_error" if result.status == "INFRA_ERROR" else "incorrect",
+        commit=commit,
+        framework="pytorch",
+        reason="the verbatim reference" if passed else f"the reference itself failed: {result.message}",
+    )
+    write_version_record(ws.root, 0, record)
+    ws.commit(["memory/v0.json"], f"V0 record: {result.status}, objective {result.summary.objective}")
+    emit(runtime, ctx, "baseline_v0", "evaluated", status=result.status, objective=result.summary.objective)
+    incumbent = incumbent_from_record(ws.root, record, frozen) if passed else None
+    return {
+        "incumbent": incumbent,
+        "next_version": 1,
+        "blocked": None,
+        "baseline_objective": result.summary.objective,
+    }
+
+
+def load_result(path: Path) -> EvaluationResult:
+    return EvaluationResult.model_validate_json(path.read_text())

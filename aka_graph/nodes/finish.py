@@ -1,0 +1,45 @@
+"""finish: the stop reason, the final report (Markdown + plot), `submission.json` for SOL problems."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from aka_graph.context import CampaignContext
+from aka_graph.edges import stop_reason
+from aka_graph.nodes._common import ctx_of, emit, ledger_of, update_live, workspace_of
+from aka_graph.state import CampaignState
+from aka_graph.tools.memory import read_version_records
+
+
+def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    from aka_graph.tools.report import write_final_report
+
+    ctx = ctx_of(runtime, state)
+    ws = workspace_of(state)
+    reason = (
+        state.stop_reason or stop_reason(state) or ("reference failed" if state.incumbent is None else "done")
+    )
+    report = write_final_report(ws.root, read_version_records(ws.root), ledger_of(ws))
+    submission = None
+    if state.op_format == "sol" and state.incumbent is not None:
+        from aka_graph.tools.submission import write_submission
+
+        submission = write_submission(ws.root, Path(state.config.op_dir), Path(state.incumbent.kernel_path))
+    update_live(ws, state, "finish", f"finished: {reason}")
+    emit(
+        runtime,
+        ctx,
+        "finish",
+        "finished",
+        reason=reason,
+        report=str(report),
+        incumbent_version=state.incumbent.version if state.incumbent else None,
+    )
+    return {
+        "stop_reason": reason,
+        "report_path": str(report),
+        "submission_path": str(submission) if submission else None,
+    }

@@ -1,0 +1,157 @@
+"""framework_baseline_v1: a first framework-native kernel (production `auto`, or `--v1 always`). An agent
+writes it in episode 0's worktree; the campaign evaluates it on every workload with all seeds and pins it
+as V1 when correct (V1 may be slower than the PyTorch reference: it is the framework's starting point)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from aka_graph.cli_agents.base import AgentResult, AgentRun
+from aka_graph.context import CampaignContext
+from aka_graph.nodes._common import (
+    ctx_of,
+    emit,
+    environment_block,
+    freeze_kernel,
+    ledger_of,
+    run_agent,
+    save_result,
+    update_live,
+    workspace_of,
+)
+from aka_graph.nodes.baseline_v0 import incumbent_from_record
+from aka_graph.nodes.prompts import v1_prompt
+from aka_graph.state import CampaignState
+from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
+from aka_graph.tools.workspace import digest_changes
+
+V1_EPISODE = 0
+
+
+def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    ctx = ctx_of(runtime, state)
+    config = state.config
+    ws = workspace_of(state)
+    ledger = ledger_of(ws)
+    version = state.next_version
+    work = ws.results_dir / "v1"
+    kernel_dir, marker = work / "kernel", work / "agent_done.json"
+    if version_path(ws.root, version).is_file():
+        record = next(r for r in read_version_records(ws.root) if r.version == version)
+        pinned = record.decision == "pinned"
+        return {
+            "incumbent": incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
+            if pinned
+            else state.incumbent,
+            "next_version": version + 1,
+            "blocked": None,
+        }
+    tokens = sessions = 0
+    forbidden: list[str] = []
+    if not marker.is_file():  # the agent turn (skipped when only the evaluation is being retried)
+        worktree = ws.create_episode(V1_EPISODE)
+        update_live(ws, state, "framework_baseline_v1", f"agent writing the {config.framework} V1")
+        before = ws.protected_digest(worktree)
+        run = AgentRun(
+            role="implementer",
+            prompt=v1_prompt(state),
+            cwd=worktree,
+            effort=config.agent_effort,
+            timeout_s=config.agent_timeout_s,
+            transcript_dir=ws.transcripts_dir / "v1",
+            labels={"episode": "v1", "trial": "1", "framework": config.framework},
+        )
+
+        def missing(_: AgentResult) -> str | None:
+            return None if (worktree / "kernel.py").is_file() else "kernel.py is missing"
+
+        results, tokens = run_agent(
+            ctx,
+            ctx.agent,
+            run,
+            ledger,
+            episode=V1_EPISODE,
+            trial=1,
+            missing=missing,
+            max_resumes=config.handoff_resumes,
+        )
+        sessions = len(results)
+        forbidden = sorted(
+            set(digest_changes(before, ws.protected_digest(worktree)))
+            | set(ws.candidate_diff(V1_EPISODE).forbidden)
+        )
+        freeze_kernel(worktree, kernel_dir)
+        marker.write_text(json.dumps({"tokens": tokens, "sessions": sessions, "forbidden": forbidden}))
+    elif state.blocked is None:  # crash after the agent turn: its tokens were never added to the state
+        done = json.loads(marker.read_text())
+        tokens, sessions, forbidden = done["tokens"], done["sessions"], done["forbidden"]
+    else:
+        forbidden = json.loads(marker.read_text())["forbidden"]
+    spent = {"tokens_spent": tokens, "agent_sessions": sessions}
+    if forbidden:
+        record = VersionRecord(
+            version=version,
+            kind="v1",
+            decision="forbidden_edit",
+            framework=config.framework,
+            reason=f"V1 edited protected files: {forbidden}",
+        )
+    else:
+        result = ctx.evaluator.evaluate(
+            ctx.sandbox,
+            Path(config.op_dir),
+            kernel_dir,
+            work / "evaluation",
+            seeds=config.seeds,
+            timeout_s=config.eval_timeout_s,
+            gpu_index=config.gpu_index,
+            device=config.device,
+        )
+        if result.status == "INFRA_ERROR":
+            block = environment_block(state, "framework_baseline_v1", result.message)
+            if block is not None:
+                return {**spent, "blocked": block}
+        path = save_result(result, work / "evaluation" / "result.json")
+        ledger.record(
+            result,
+            episode=V1_EPISODE,
+            trial=1,
+            role="v1",
+            kernel_path=kernel_dir / "kernel.py",
+            result_path=path,
+        )
+        commit = None
+        if result.status == "PASS":
+            commit = ws.squash_promote(
+                V1_EPISODE,
+                f"V1: first {config.framework} kernel",
+                overrides={"kernel.py": kernel_dir / "kernel.py"},
+            )
+            freeze_kernel(kernel_dir, ws.results_dir / "versions" / f"v{version}")
+        record = VersionRecord.from_evaluation(
+            version,
+            "v1",
+            result,
+            decision="pinned" if commit else "incorrect",
+            commit=commit,
+            framework=config.framework,
+            reason="first framework-native kernel" if commit else result.message,
+        )
+    write_version_record(ws.root, version, record)
+    ws.commit([f"memory/v{version}.json"], f"V1 record: {record.decision}")
+    emit(
+        runtime,
+        ctx,
+        "framework_baseline_v1",
+        "recorded",
+        decision=record.decision,
+        objective=record.objective,
+    )
+    incumbent = state.incumbent
+    if record.decision == "pinned":
+        incumbent = incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
+    return {**spent, "incumbent": incumbent, "next_version": version + 1, "blocked": None}

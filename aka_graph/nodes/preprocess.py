@@ -1,0 +1,94 @@
+"""preprocess: validate the operator, resolve the GPU architecture, create or reopen the workspace.
+
+An unknown platform or an unsupported framework is an error naming the choices — never a silent default.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from aka_graph.context import CampaignContext
+from aka_graph.nodes._common import ctx_of, emit, update_live
+from aka_graph.state import CampaignState
+from aka_graph.tools.workspace import CampaignWorkspace
+
+
+class OperatorError(ValueError):
+    """The operator directory cannot be used; the message says why and what to pass instead."""
+
+
+def operator_identity(op_dir: Path) -> tuple[str, str]:
+    """(name, format) of an operator directory: SOL (definition.json) or native (reference.py)."""
+    if not op_dir.is_dir():
+        raise OperatorError(f"--op-dir {op_dir} is not a directory: pass an operator directory")
+    if (op_dir / "definition.json").is_file():
+        if not (op_dir / "workload.jsonl").is_file():
+            raise OperatorError(f"{op_dir} has definition.json but no workload.jsonl: add the workloads")
+        try:
+            name = str(json.loads((op_dir / "definition.json").read_text()).get("name") or op_dir.name)
+        except json.JSONDecodeError as e:
+            raise OperatorError(f"{op_dir}/definition.json is not valid JSON: {e}") from e
+        return _safe(name), "sol"
+    if (op_dir / "reference.py").is_file() and (op_dir / "input.py").is_file():
+        return _safe(op_dir.name), "native"
+    raise OperatorError(
+        f"{op_dir} is not an operator directory: expected SOL-ExecBench (definition.json + workload.jsonl) "
+        "or native Atrex-Bench (reference.py + input.py + shapes.json)"
+    )
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "op"
+
+
+def resolve_target(platform: str | None, detected_gpu: str | None) -> tuple[str, str, list[str], str]:
+    """(platform label, arch, frameworks, gpu name) through A1's shared table."""
+    from aka_graph.tools.arch import frameworks_for, resolve_arch
+
+    arch = resolve_arch(platform, detected_gpu)
+    label = _safe(platform or arch.name)
+    return label, arch.arch, list(frameworks_for(arch)), detected_gpu or arch.name
+
+
+def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    ctx = ctx_of(runtime, state)
+    config = state.config
+    op_dir = Path(config.op_dir).resolve()
+    op_name, op_format = operator_identity(op_dir)
+    health = ctx.sandbox.health()
+    detected = health.device.get("name") if health.healthy else None
+    if detected and detected.lower().startswith("cpu"):
+        detected = None
+    platform, arch, frameworks, gpu_name = resolve_target(config.platform, detected)
+    if config.framework not in frameworks:
+        raise ValueError(
+            f"--framework {config.framework} is not supported on {platform} ({arch}): "
+            f"choose one of {', '.join(frameworks)}"
+        )
+    production = config.optimization_mode == "production"
+    ws = CampaignWorkspace.open_or_create(
+        Path(config.workspace), op_name, config.framework, platform, production
+    )
+    ws.install_operator(op_dir, production)
+    if ctx.skills_dir is not None:
+        from aka_graph.cli_agents.assets import install_workspace_assets
+
+        install_workspace_assets(ws.root, ctx.skills_dir)
+    update = {
+        "workspace_root": str(ws.root),
+        "op_name": op_name,
+        "op_format": op_format,
+        "platform": platform,
+        "arch": arch,
+        "gpu_name": gpu_name,
+        "frameworks_available": frameworks,
+        "episode_framework": config.framework,
+    }
+    update_live(ws, state.model_copy(update=update), "preprocess", f"campaign {ws.root.name} ready")
+    emit(runtime, ctx, "preprocess", "ready", workspace=str(ws.root), platform=platform, arch=arch)
+    return update

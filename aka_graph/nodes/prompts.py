@@ -1,0 +1,89 @@
+"""The text of every agent turn, built from the campaign's own numbers (never from the agent's claims)."""
+
+from __future__ import annotations
+
+from aka_graph.state import CampaignState, TrialRecord
+
+CONTRACT = (
+    "Edit only kernel.py (you may write notes under plans/ and profiles/). Never edit op/, memory/, "
+    "skills or harness files: the campaign hashes them and rejects the candidate if they change. "
+    "The campaign evaluates your kernel itself; your own timings are not used."
+)
+
+
+def _incumbent_line(state: CampaignState) -> str:
+    inc = state.incumbent
+    if inc is None:
+        return "There is no incumbent yet."
+    return (
+        f"Incumbent: v{inc.version} ({inc.framework}), objective {inc.objective} "
+        f"(lower is better), utilization {inc.utilization_pct}%."
+    )
+
+
+def _trial_lines(trials: list[TrialRecord]) -> str:
+    if not trials:
+        return "No trials yet in this episode."
+    return "\n".join(
+        f"- trial {t.trial}: {t.status}, objective {t.objective} {t.message[:200]}".rstrip() for t in trials
+    )
+
+
+def implement_prompt(state: CampaignState, trial: int) -> str:
+    framework = state.episode_framework
+    if state.converting:
+        task = (
+            f"Convert the incumbent kernel to {framework} at performance parity (within "
+            f"{state.config.conversion_parity_pct}%). Later episodes will stay in {framework}."
+        )
+    elif state.episode_kind == "fast":
+        task = (
+            f"Fast episode {state.episode}, trial {trial} of {state.config.fast_trials}: make one focused "
+            f"change to kernel.py ({framework}) that should make it faster while staying correct."
+        )
+    else:
+        task = (
+            f"Full episode {state.episode}: profile, research and plan (plans/), then edit and repair "
+            f"kernel.py ({framework}) and hand off ONE candidate that is correct and faster."
+        )
+    reviews = [r for r in state.reviews.values() if r.episode == state.episode]
+    review_text = "\n".join(f"- {r.reviewer}: {r.notes_path}" for r in reviews) or "- none"
+    return (
+        f"{task}\n\n{_incumbent_line(state)}\nOperator: {state.op_name} on {state.platform} "
+        f"({state.arch}). Public operator files are in op/, past versions in memory/.\n\n"
+        f"Trials so far:\n{_trial_lines(state.trials)}\n\nReviewer notes:\n{review_text}\n\n{CONTRACT}\n"
+        "When done, reply with a short summary of what you changed and why."
+    )
+
+
+def plan_prompt(state: CampaignState, episode: int, plan_path: str) -> str:
+    return (
+        f"Plan episode {episode} for operator {state.op_name} ({state.episode_framework} on "
+        f"{state.platform}). {_incumbent_line(state)} Read memory/ for what was tried. Write the plan "
+        f"(hypotheses, experiments, risks) to {plan_path}. Do not edit kernel.py in this turn.\n{CONTRACT}"
+    )
+
+
+def review_prompt(episode: int, plan_path: str, notes_path: str) -> str:
+    return (
+        f"Review the plan {plan_path} of episode {episode} for correctness risks (numerics, edge shapes, "
+        f"destination-passing, dtype) and performance ideas. Write your notes to {notes_path}. "
+        "Do not edit kernel.py."
+    )
+
+
+def v1_prompt(state: CampaignState) -> str:
+    return (
+        f"Write a first {state.config.framework}-native kernel for {state.op_name} in kernel.py, "
+        f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
+        f"Smoke-test on a few shapes. {_incumbent_line(state)}\n{CONTRACT}"
+    )
+
+
+def policy_prompt(state: CampaignState, patch: str) -> str:
+    return (
+        f"Policy review (production mode) of the candidate for {state.op_name}. The candidate must be a "
+        "general kernel: no special-casing of benchmark shapes or input values, no caching of outputs "
+        "across calls, no work on other streams or threads, no timer tricks. Here is its diff:\n\n"
+        f"{patch[:20000]}\n\nReply with a first line exactly 'POLICY: PASS' or 'POLICY: FAIL <reason>'."
+    )

@@ -1,0 +1,76 @@
+"""review: one fan-out branch per enabled reviewer CLI; each reads the episode plan and leaves notes.
+
+Notes are kept outside the worktree (results/e<n>/reviews/) and merged into the state by the
+`merge_reviews` reducer keyed by (episode, reviewer), so a re-run branch never duplicates one.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from langgraph.runtime import Runtime
+from pydantic import BaseModel
+
+from aka_graph.cli_agents.base import AgentRun
+from aka_graph.context import CampaignContext, context_for
+from aka_graph.nodes._common import emit, ledger_of, open_workspace, run_agent
+from aka_graph.nodes.prompts import review_prompt
+from aka_graph.state import CampaignConfig, ReviewNote
+
+
+class ReviewTask(BaseModel):
+    """The payload `route_after_plan` sends to each branch."""
+
+    reviewer: str
+    episode: int
+    op_name: str
+    platform: str
+    config: CampaignConfig
+
+
+def review(task: ReviewTask, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    ctx = context_for(runtime.context if runtime is not None else None, task.config)
+    ws = open_workspace(task.config, task.op_name, task.platform)
+    root = ws.root
+    worktree = ws.episode_path(task.episode)
+    notes = root / "results" / f"e{task.episode}" / "reviews" / f"{task.reviewer}.md"
+    notes.parent.mkdir(parents=True, exist_ok=True)
+    plan_rel = f"plans/episode_{task.episode}.md"
+    run = AgentRun(
+        role=f"reviewer:{task.reviewer}",
+        prompt=review_prompt(task.episode, plan_rel, str(notes)),
+        cwd=worktree,
+        effort="medium",
+        timeout_s=task.config.agent_timeout_s,
+        transcript_dir=ws.transcripts_dir / f"e{task.episode}" / f"review_{task.reviewer}",
+        labels={"episode": str(task.episode), "reviewer": task.reviewer},
+    )
+    emit(runtime, ctx, "review", "agent_started", episode=task.episode, reviewer=task.reviewer)
+    results, tokens = run_agent(
+        ctx,
+        ctx.reviewer(task.reviewer),
+        run,
+        ledger_of(ws),
+        episode=task.episode,
+        trial=None,
+        missing=lambda _: None,
+        max_resumes=0,
+    )
+    last = results[-1] if results else None
+    if not notes.is_file():
+        notes.write_text((last.final_text if last else "") + "\n")
+    note = ReviewNote(
+        episode=task.episode,
+        reviewer=task.reviewer,
+        notes_path=str(notes),
+        ok=bool(last and last.ok),
+        tokens=tokens,
+    )
+    emit(
+        runtime, ctx, "review", "agent_finished", episode=task.episode, reviewer=task.reviewer, tokens=tokens
+    )
+    return {
+        "reviews": {f"e{task.episode}:{task.reviewer}": note},
+        "tokens_spent": tokens,
+        "agent_sessions": len(results),
+    }
