@@ -10,7 +10,7 @@ from typing import Literal, NamedTuple
 
 from langgraph.types import Send
 
-from aka_graph.state import CampaignConfig, CampaignState, EpisodeKind, Outcome
+from aka_graph.state import CampaignConfig, CampaignState, EpisodeKind, Outcome, ReviewTask
 
 StopReason = Literal["max-iters", "token-budget", "max-stall", "target-util"]
 AfterBaseline = Literal["await_environment", "framework_baseline_v1", "plan_episode", "finish"]
@@ -114,13 +114,13 @@ def route_after_plan(state: CampaignState) -> list[Send] | Literal["implement"]:
     return [
         Send(
             "review",
-            {
-                "reviewer": name,
-                "episode": state.episode,
-                "op_name": state.op_name,
-                "platform": state.platform,
-                "config": state.config,
-            },
+            ReviewTask(
+                reviewer=name,
+                episode=state.episode,
+                op_name=state.op_name,
+                platform=state.platform,
+                config=state.config,
+            ),
         )
         for name in reviewers
     ]

@@ -22,8 +22,8 @@ from aka_graph.nodes.plan_episode import plan_episode
 from aka_graph.nodes.policy_review import policy_review
 from aka_graph.nodes.preprocess import preprocess
 from aka_graph.nodes.promote import promote
-from aka_graph.nodes.review import ReviewTask, review
-from aka_graph.state import CampaignInput, CampaignOutput, CampaignState
+from aka_graph.nodes.review import review
+from aka_graph.state import CampaignInput, CampaignOutput, CampaignState, ReviewTask
 
 # Never retry automatically: a failed agent run or evaluation is a result, and a repeated one costs budget.
 NO_RETRY = RetryPolicy(max_attempts=1, retry_on=lambda _: False)

@@ -124,6 +124,16 @@ class Decision(BaseModel):
     framework: str = "triton"
 
 
+class ReviewTask(BaseModel):
+    """The payload `route_after_plan` sends to each `review` branch."""
+
+    reviewer: str
+    episode: int
+    op_name: str
+    platform: str
+    config: CampaignConfig
+
+
 class EnvironmentBlock(BaseModel):
     node: str
     diagnostic: str

@@ -196,8 +196,8 @@ def test_full_episodes_fan_out_one_review_branch_per_reviewer() -> None:
     )
     sends = edges.route_after_plan(state)
     assert isinstance(sends, list) and all(isinstance(s, Send) and s.node == "review" for s in sends)
-    assert [s.arg["reviewer"] for s in sends] == ["codex", "pi"]
-    assert {s.arg["episode"] for s in sends} == {3}
+    assert [s.arg.reviewer for s in sends] == ["codex", "pi"]
+    assert {s.arg.episode for s in sends} == {3}
 
 
 @pytest.mark.parametrize(

@@ -9,26 +9,16 @@ from __future__ import annotations
 from typing import Any
 
 from langgraph.runtime import Runtime
-from pydantic import BaseModel
 
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.nodes._common import emit, ledger_of, open_workspace, run_agent
 from aka_graph.nodes.prompts import review_prompt
-from aka_graph.state import CampaignConfig, ReviewNote
+from aka_graph.state import ReviewNote, ReviewTask
 
 
-class ReviewTask(BaseModel):
-    """The payload `route_after_plan` sends to each branch."""
-
-    reviewer: str
-    episode: int
-    op_name: str
-    platform: str
-    config: CampaignConfig
-
-
-def review(task: ReviewTask, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext]) -> dict[str, Any]:
+    task = ReviewTask.model_validate(task) if isinstance(task, dict) else task
     ctx = context_for(runtime.context if runtime is not None else None, task.config)
     ws = open_workspace(task.config, task.op_name, task.platform)
     root = ws.root

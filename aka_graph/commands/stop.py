@@ -1,0 +1,98 @@
+"""`python -m aka_graph stop`: end a running campaign cleanly. Writes the stop request the runner checks
+between steps, terminates the process groups of its agent CLIs and sandbox jobs (they run in their own
+sessions), and signals the runner, which records the stop; `run`/`resume` continues later."""
+
+from __future__ import annotations
+
+import os
+import signal
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def descendants(pid: int) -> list[int]:
+    """Every process below `pid` (by parent links in /proc), children first."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            ppid = int(stat.rsplit(")", 1)[1].split()[1])
+        except (OSError, ValueError, IndexError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in children.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
+def terminate_children(pid: int, sig: int) -> int:
+    """Signal the process groups of `pid`'s descendants (not the runner's own group). Returns how many."""
+    try:
+        own = os.getpgid(pid)
+    except OSError:
+        return 0
+    groups = set()
+    for child in descendants(pid):
+        try:
+            groups.add(os.getpgid(child))
+        except OSError:
+            continue
+    groups.discard(own)
+    groups.discard(os.getpgid(0))
+    for group in groups:
+        try:
+            os.killpg(group, sig)
+        except OSError:
+            pass
+    return len(groups)
+
+
+def stop_campaign(workspace: Path, thread_id: str, grace_s: float = 10.0) -> bool:
+    """Stop one running campaign; True if a running campaign was found."""
+    from aka_graph.commands.status import pid_alive
+    from aka_graph.runner import control_path
+
+    control_path(workspace, thread_id, "stop").write_text("stop requested\n")
+    pid = pid_alive(control_path(workspace, thread_id, "pid"))
+    if pid is None:
+        return False
+    terminate_children(pid, signal.SIGTERM)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + grace_s
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return True
+        time.sleep(0.1)
+    terminate_children(pid, signal.SIGKILL)
+    return True
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("stop")
+    def stop(
+        workspace: Annotated[Path, typer.Option(help="The --workspace of the running campaign.")] = Path("."),
+        campaign: Annotated[
+            str | None, typer.Option(help="Campaign name; default: every running one.")
+        ] = None,
+    ) -> None:
+        """Stop running campaign(s) cleanly; `run` or `resume` continues them later."""
+        from aka_graph.runner import list_threads
+
+        workspace = workspace.resolve()
+        threads = [campaign] if campaign else list_threads(workspace)
+        stopped = [tid for tid in threads if stop_campaign(workspace, tid)]
+        if not stopped:
+            typer.echo(f"no running campaign under {workspace}", err=True)
+            raise typer.Exit(1)
+        for tid in stopped:
+            typer.echo(f"stopped {tid}")

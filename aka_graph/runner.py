@@ -1,0 +1,274 @@
+"""The campaign runner: one SQLite-checkpointed LangGraph thread per campaign workspace.
+
+`<workspace>/checkpoints/campaign.sqlite` holds every campaign under `--workspace`, one thread each (thread
+id = the campaign directory name), written with durability "sync" so a `kill -9` loses at most the node
+that was running. Re-running the same command resumes (the thread has pending `next` nodes); a finished
+thread just reports. `stop` asks a running campaign to end via a request file plus SIGTERM.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.graph.state import CompiledStateGraph
+
+from aka_graph.context import CampaignContext, context_for
+from aka_graph.graph import build_graph
+from aka_graph.progress import Progress
+from aka_graph.state import (
+    CampaignConfig,
+    CampaignInput,
+    CampaignState,
+    Decision,
+    EnvironmentBlock,
+    Incumbent,
+    ReviewNote,
+    ReviewTask,
+    TrialRecord,
+)
+
+CHECKPOINT_DIR = "checkpoints"
+CHECKPOINT_DB = "campaign.sqlite"
+SERDE_TYPES = [
+    CampaignConfig,
+    CampaignState,
+    Incumbent,
+    TrialRecord,
+    ReviewNote,
+    Decision,
+    EnvironmentBlock,
+    ReviewTask,
+]
+
+
+class CampaignStopped(BaseException):
+    """Raised in the runner when `python -m aka_graph stop` signals it (not an Exception: nodes don't catch it)."""
+
+
+class CampaignConflict(RuntimeError):
+    """The same workspace holds this campaign with different settings; the message says what to do."""
+
+
+@dataclass
+class RunOutcome:
+    thread_id: str
+    status: str  # finished | stopped | already-finished
+    values: dict[str, Any]
+    resumed: bool
+
+
+def checkpoint_path(workspace: Path) -> Path:
+    return Path(workspace).resolve() / CHECKPOINT_DIR / CHECKPOINT_DB
+
+
+def control_path(workspace: Path, thread_id: str, suffix: str) -> Path:
+    return Path(workspace).resolve() / CHECKPOINT_DIR / f"{thread_id}.{suffix}"
+
+
+@contextmanager
+def open_checkpointer(workspace: Path) -> Iterator[SqliteSaver]:
+    path = checkpoint_path(workspace)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
+    conn.execute("PRAGMA journal_mode=WAL")
+    try:
+        yield SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=SERDE_TYPES))
+    finally:
+        conn.close()
+
+
+def compile_graph(saver: SqliteSaver) -> CompiledStateGraph:
+    return build_graph().compile(checkpointer=saver)
+
+
+def thread_config(thread_id: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
+
+
+def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
+    """The campaign directory name (op, framework, platform, production) — resolved like preprocess does."""
+    from aka_graph.nodes.preprocess import operator_identity, resolve_target
+    from aka_graph.tools.workspace import campaign_dir_name
+
+    op_name, _ = operator_identity(Path(config.op_dir))
+    health = context.sandbox.health()
+    detected = health.device.get("name") if health.healthy else None
+    if detected and detected.lower().startswith("cpu"):
+        detected = None
+    platform, _, _, _ = resolve_target(config.platform, detected)
+    return campaign_dir_name(op_name, config.framework, platform, config.optimization_mode == "production")
+
+
+def list_threads(workspace: Path) -> list[str]:
+    path = checkpoint_path(workspace)
+    if not path.is_file():
+        return []
+    with sqlite3.connect(str(path)) as conn:
+        try:
+            return [
+                r[0] for r in conn.execute("select distinct thread_id from checkpoints order by thread_id")
+            ]
+        except sqlite3.OperationalError:
+            return []
+
+
+def stored_config(compiled: CompiledStateGraph, thread_id: str) -> CampaignConfig | None:
+    values = compiled.get_state(thread_config(thread_id)).values
+    config = values.get("config") if values else None
+    if config is None:
+        return None
+    return config if isinstance(config, CampaignConfig) else CampaignConfig.model_validate(config)
+
+
+def _differences(a: CampaignConfig, b: CampaignConfig) -> list[str]:
+    da, db = a.model_dump(), b.model_dump()
+    return [f"{k}: {da[k]!r} (stored) vs {db[k]!r} (now)" for k in da if da[k] != db[k]]
+
+
+def run_campaign(
+    config: CampaignConfig,
+    context: CampaignContext | None = None,
+    *,
+    progress: Progress | None = None,
+    thread_id: str | None = None,
+) -> RunOutcome:
+    """Start, resume, or report the campaign `config` describes. Blocks until it finishes or is stopped."""
+    config = config.model_copy(
+        update={
+            "op_dir": str(Path(config.op_dir).resolve()),
+            "workspace": str(Path(config.workspace).resolve()),
+        }
+    )
+    ctx = context_for(context, config)
+    tid = thread_id or campaign_thread_id(config, ctx)
+    workspace = Path(config.workspace)
+    progress = progress or Progress.for_terminal()
+    with open_checkpointer(workspace) as saver:
+        compiled = compile_graph(saver)
+        cfg = thread_config(tid)
+        snapshot = compiled.get_state(cfg)
+        previous = stored_config(compiled, tid)
+        if previous is not None and previous != config:
+            raise CampaignConflict(
+                f"campaign {tid} in {workspace} was started with other settings ("
+                + "; ".join(_differences(previous, config))
+                + "): run `python -m aka_graph resume` to continue it as it was, or use another --workspace"
+            )
+        if snapshot.values and not snapshot.next:
+            progress.log(f"campaign {tid} already finished: {snapshot.values.get('stop_reason')}")
+            return RunOutcome(tid, "already-finished", dict(snapshot.values), resumed=False)
+        resumed = bool(snapshot.next)
+        progress.log(
+            f"{'resuming' if resumed else 'starting'} campaign {tid}"
+            + (f" at {', '.join(snapshot.next)}" if resumed else "")
+        )
+        return _drive(
+            compiled,
+            cfg,
+            None if resumed else CampaignInput(config=config),
+            ctx,
+            progress,
+            workspace,
+            tid,
+            resumed,
+        )
+
+
+def resume_campaign(
+    workspace: Path,
+    thread_id: str | None = None,
+    context: CampaignContext | None = None,
+    *,
+    progress: Progress | None = None,
+) -> RunOutcome:
+    """Continue a campaign with the settings it was started with."""
+    threads = list_threads(workspace)
+    if thread_id is None:
+        if len(threads) != 1:
+            raise CampaignConflict(
+                f"{workspace} holds campaigns {threads or 'none'}: name one with --campaign"
+            )
+        thread_id = threads[0]
+    with open_checkpointer(workspace) as saver:
+        config = stored_config(compile_graph(saver), thread_id)
+    if config is None:
+        raise CampaignConflict(f"no campaign {thread_id!r} in {checkpoint_path(workspace)}; known: {threads}")
+    return run_campaign(config, context, progress=progress, thread_id=thread_id)
+
+
+def _drive(
+    compiled: CompiledStateGraph,
+    cfg: dict[str, Any],
+    graph_input: CampaignInput | None,
+    ctx: CampaignContext,
+    progress: Progress,
+    workspace: Path,
+    tid: str,
+    resumed: bool,
+) -> RunOutcome:
+    stop_file, pid_file = control_path(workspace, tid, "stop"), control_path(workspace, tid, "pid")
+    stop_file.unlink(missing_ok=True)
+    pid_file.write_text(str(os.getpid()))
+    previous_handler = signal.getsignal(signal.SIGTERM)
+
+    def on_term(signum: int, frame: Any) -> None:
+        raise CampaignStopped("stop requested")
+
+    in_main = _is_main_thread()
+    if in_main:
+        signal.signal(signal.SIGTERM, on_term)
+    status = "finished"
+    try:
+        for mode, payload in compiled.stream(
+            graph_input, cfg, context=ctx, durability="sync", stream_mode=["tasks", "custom", "updates"]
+        ):
+            progress.handle(mode, payload)
+            if stop_file.exists():
+                status = "stopped"
+                break
+    except CampaignStopped:
+        status = "stopped"
+    finally:
+        if in_main:
+            signal.signal(signal.SIGTERM, previous_handler)
+        pid_file.unlink(missing_ok=True)
+        stop_file.unlink(missing_ok=True)
+    snapshot = compiled.get_state(cfg)
+    if status == "stopped":
+        progress.log(
+            f"campaign {tid} stopped before {', '.join(snapshot.next) or 'the end'}; "
+            "run the same command (or `python -m aka_graph resume`) to continue"
+        )
+        _record_stop(snapshot.values, snapshot.next)
+    progress.close(dict(snapshot.values))
+    return RunOutcome(tid, status, dict(snapshot.values), resumed)
+
+
+def _record_stop(values: dict[str, Any], pending: tuple[str, ...]) -> None:
+    root = values.get("workspace_root")
+    if not root:
+        return
+    from aka_graph.tools.memory import LiveRecord, read_live, write_live
+
+    live = read_live(Path(root)) or LiveRecord()
+    write_live(
+        Path(root),
+        live.model_copy(
+            update={"node": "stopped", "message": f"stopped by request before {', '.join(pending)}"}
+        ),
+    )
+
+
+def _is_main_thread() -> bool:
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

@@ -1,0 +1,304 @@
+"""Instant, deterministic test doubles for a campaign, injected through the runtime context.
+
+They implement the real protocols honestly: the sandbox runs jobs as subprocesses and reports health; the
+evaluator hashes the kernel it is given and derives numbers from a header line in it
+(`# fake: status=PASS latency=90`); the agent writes the scripted kernel for (episode, trial) into its
+working directory and reports exact tokens. `make_context` is usable as AKA_GRAPH_CONTEXT_FACTORY, so a
+campaign subprocess (crash tests, `langgraph dev`) gets the same doubles; AKA_FAKE_KILL_AT=node:event:n
+makes the process SIGKILL itself at the n-th such progress event (after that node's side effects).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from aka_graph.cli_agents.base import AgentResult, AgentRun, TokenUsage
+from aka_graph.context import CampaignContext
+from aka_graph.state import CampaignConfig
+from aka_graph.tools.evaluation_result import DeviceInfo, EvaluationResult, Summary, WorkloadResult
+from aka_graph.tools.sandbox.job import EXIT_TIMEOUT, HealthReport, SandboxJob, SandboxResult
+
+WORKLOADS = {"w_small": 0.25, "w_mid": 1.0, "w_big": 4.0}
+TOKENS_PER_TURN = TokenUsage(input=1000, output=200, total=1200, accuracy="exact")
+HEADER = re.compile(r"#\s*fake:\s*(.*)")
+
+# episode -> trial -> (status, latency); episode 1 fast (3 trials), 2 and 3 full.
+STANDARD_SCRIPT: dict[str, dict[str, tuple[str, float]]] = {
+    "1": {"1": ("INCORRECT", 80.0), "2": ("PASS", 90.0), "3": ("PASS", 95.0)},
+    "2": {"1": ("PASS", 96.0)},
+    "3": {"1": ("PASS", 70.0)},
+    "v1": {"1": ("PASS", 100.0)},
+}
+
+
+def fake_kernel(status: str, latency: float, tag: str) -> str:
+    return f"# fake: status={status} latency={latency}\n# {tag}\ndef run(*args):\n    pass\n"
+
+
+def parse_kernel(text: str) -> tuple[str, float]:
+    match = HEADER.search(text)
+    fields = dict(kv.split("=", 1) for kv in match.group(1).split()) if match else {}
+    return fields.get("status", "PASS"), float(fields.get("latency", 100.0))
+
+
+class FakeSandbox:
+    """Runs jobs as local subprocesses; `outage(n)` makes the next n health probes fail."""
+
+    name = "fake"
+
+    def __init__(self) -> None:
+        self.unhealthy_probes = 0
+        self.health_calls = 0
+
+    def outage(self, probes: int) -> None:
+        self.unhealthy_probes = probes
+
+    def run(self, job: SandboxJob, results_dir: Path) -> SandboxResult:
+        start = time.monotonic()
+        try:
+            proc = subprocess.run(
+                job.argv,
+                capture_output=True,
+                text=True,
+                timeout=job.timeout_s,
+                env=dict(job.env),
+                cwd=results_dir,
+                stdin=subprocess.DEVNULL,
+            )
+            return SandboxResult(
+                exit_code=proc.returncode,
+                stdout=proc.stdout,
+                stderr=proc.stderr,
+                wall_s=time.monotonic() - start,
+            )
+        except subprocess.TimeoutExpired:
+            return SandboxResult(
+                exit_code=EXIT_TIMEOUT,
+                stdout="",
+                stderr="timeout",
+                timed_out=True,
+                wall_s=time.monotonic() - start,
+            )
+
+    def health(self) -> HealthReport:
+        self.health_calls += 1
+        if self.unhealthy_probes > 0:
+            self.unhealthy_probes -= 1
+            return HealthReport(healthy=False, diagnostic="fake GPU lost")
+        return HealthReport(healthy=True, device={"name": "cpu"})
+
+
+class FakeRound(BaseModel):
+    label: str
+    repeat: int
+    position: int
+    latency_us: dict[str, float]
+
+
+class FakeComparison(BaseModel):
+    status: str
+    timing_method: str
+    authoritative: bool
+    kernels: dict[str, EvaluationResult]
+    rounds: list[FakeRound] = Field(default_factory=list)
+    message: str = ""
+
+
+class FakeEvaluator:
+    """Numbers from the kernel's header; INFRA_ERROR (and an unhealthy sandbox) on scheduled calls."""
+
+    def __init__(self, sandbox: FakeSandbox, outage_on_calls: set[int] | None = None) -> None:
+        self.sandbox = sandbox
+        self.calls = 0
+        self.outage_on_calls = outage_on_calls or set()
+        self.evaluated: list[str] = []
+
+    def _result(self, kernel_dir: Path) -> EvaluationResult:
+        data = (kernel_dir / "kernel.py").read_bytes()
+        status, latency = parse_kernel(data.decode())
+        workloads = [
+            WorkloadResult(
+                id=w,
+                status=status,
+                latency_us=latency * f if status == "PASS" else None,
+                utilization_pct=(40.0 * 100.0 / latency) if status == "PASS" else None,
+            )
+            for w, f in WORKLOADS.items()
+        ]
+        geo = latency * math.exp(sum(math.log(f) for f in WORKLOADS.values()) / len(WORKLOADS))
+        summary = (
+            Summary(objective=geo, geomean_latency_us=geo, geomean_utilization_pct=40.0 * 100.0 / latency)
+            if status == "PASS"
+            else Summary()
+        )
+        return EvaluationResult(
+            status=status,
+            kernel_sha256=hashlib.sha256(data).hexdigest(),
+            device=DeviceInfo(name="fake", arch="cpu"),
+            timing_method="cuda_graph",
+            authoritative=True,
+            seeds=[0, 1, 2],
+            workloads=workloads,
+            summary=summary,
+            message="" if status == "PASS" else f"fake {status}",
+        )
+
+    def _outage(self) -> bool:
+        self.calls += 1
+        if self.calls in self.outage_on_calls:
+            self.sandbox.outage(2)
+            return True
+        return False
+
+    def evaluate(
+        self, sandbox: Any, op_dir: Path, kernel_dir: Path, results_dir: Path, **_: Any
+    ) -> EvaluationResult:
+        if self._outage():
+            return EvaluationResult(
+                status="INFRA_ERROR",
+                kernel_sha256="",
+                device=DeviceInfo(name="?", arch="?"),
+                timing_method="none",
+                authoritative=False,
+                message="fake: ssh down",
+            )
+        self.evaluated.append(str(kernel_dir))
+        return self._result(Path(kernel_dir))
+
+    def compare(
+        self,
+        sandbox: Any,
+        op_dir: Path,
+        kernels: dict[str, Path],
+        results_dir: Path,
+        *,
+        pattern: str,
+        repeats: int,
+        **_: Any,
+    ) -> FakeComparison:
+        if self._outage():
+            return FakeComparison(
+                status="INFRA_ERROR",
+                timing_method="none",
+                authoritative=False,
+                kernels={},
+                message="fake: ssh down",
+            )
+        results = {label: self._result(Path(path)) for label, path in kernels.items()}
+        rounds = []
+        for rep in range(repeats):
+            for pos, label in enumerate(pattern):
+                jitter = 1.0 + 0.002 * ((rep + pos) % 3 - 1)
+                lat = {w.id: w.latency_us * jitter for w in results[label].workloads if w.latency_us}
+                rounds.append(FakeRound(label=label, repeat=rep, position=pos, latency_us=lat))
+        status = "PASS" if all(r.status == "PASS" for r in results.values()) else "INCORRECT"
+        return FakeComparison(
+            status=status, timing_method="cuda_graph", authoritative=True, kernels=results, rounds=rounds
+        )
+
+
+class FakeAgent:
+    """Writes the scripted kernel for its (episode, trial) labels; plans and reviews as plain files."""
+
+    def __init__(
+        self,
+        name: str = "fake",
+        script: dict[str, dict[str, tuple[str, float]]] | None = None,
+        forbidden_on: tuple[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.script = script or STANDARD_SCRIPT
+        self.forbidden_on = forbidden_on
+        self.runs: list[AgentRun] = []
+
+    def check_ready(self) -> None:
+        return None
+
+    def run(self, run: AgentRun, on_tokens: Any = None) -> AgentResult:
+        self.runs.append(run)
+        episode, trial = run.labels.get("episode", "?"), run.labels.get("trial", "1")
+        text = "done"
+        if run.role == "implementer":
+            status, latency = self.script.get(episode, {}).get(trial, ("PASS", 100.0))
+            (run.cwd / "kernel.py").write_text(
+                fake_kernel(status, latency, f"episode {episode} trial {trial}")
+            )
+            if self.forbidden_on == (episode, trial):
+                (run.cwd / "op" / "definition.json").write_text("{}")
+        elif run.role == "planner":
+            plan = run.cwd / "plans" / f"episode_{episode}.md"
+            plan.parent.mkdir(parents=True, exist_ok=True)
+            plan.write_text(f"plan for episode {episode}\n")
+        elif run.role == "policy_reviewer":
+            text = "POLICY: PASS"
+        else:
+            text = f"review notes from {self.name} for episode {episode}"
+        run.transcript_dir.mkdir(parents=True, exist_ok=True)
+        transcript = run.transcript_dir / f"{run.role.replace(':', '_')}.log"
+        transcript.write_text(text)
+        if on_tokens is not None:
+            on_tokens(TOKENS_PER_TURN)
+        return AgentResult(
+            exit_code=0,
+            session_id=f"{run.role}-{episode}-{trial}",
+            tokens=TOKENS_PER_TURN,
+            transcript_path=transcript,
+            final_text=text,
+        )
+
+
+class KillSwitch:
+    """SIGKILLs this process at the n-th progress event matching node:event (crash tests)."""
+
+    def __init__(self, spec: str) -> None:
+        node, event, count = spec.split(":")
+        self.node, self.event, self.count, self.seen = node, event, int(count), 0
+
+    def __call__(self, payload: dict[str, Any]) -> None:
+        if payload.get("node") == self.node and payload.get("event") == self.event:
+            self.seen += 1
+            if self.seen == self.count:
+                os.kill(os.getpid(), signal.SIGKILL)
+
+
+def make_context(config: CampaignConfig | None = None) -> CampaignContext:
+    sandbox = FakeSandbox()
+    outages = {int(x) for x in os.environ.get("AKA_FAKE_OUTAGE_ON_EVAL", "").split(",") if x}
+    kill = os.environ.get("AKA_FAKE_KILL_AT")
+    reviewers = config.reviewers if config else []
+    return CampaignContext(
+        sandbox=sandbox,
+        agent=FakeAgent(),
+        evaluator=FakeEvaluator(sandbox, outages),
+        reviewers={name: FakeAgent(name) for name in reviewers},
+        sleep=lambda _: None,
+        on_event=KillSwitch(kill) if kill else None,
+    )
+
+
+def write_fake_operator(root: Path, name: str = "fake_op") -> Path:
+    """A minimal, valid SOL-ExecBench operator directory (the fake evaluator never runs it)."""
+    import json
+
+    root.mkdir(parents=True, exist_ok=True)
+    definition = {
+        "name": name,
+        "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "import torch\n\ndef run(x):\n    return x * 2\n",
+    }
+    (root / "definition.json").write_text(json.dumps(definition, indent=2))
+    rows = [{"uuid": w, "axes": {"n": 16}, "inputs": {"x": {"type": "random"}}} for w in WORKLOADS]
+    (root / "workload.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return root
