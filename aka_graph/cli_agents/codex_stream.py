@@ -1,8 +1,9 @@
 """Parser of `codex exec --json` stdout.
 
-Codex reports usage in `turn.completed`, cumulative over the whole thread (and `input_tokens` includes
-the cached ones). A resumed turn's own share is therefore the difference from the thread's previous
-cumulative value, which the backend persists per thread (`CodexUsageStore`) and passes in here.
+Codex reports usage in `turn.completed`, cumulative over the whole thread; its `input_tokens` includes
+the cached and cache-written ones, which we report separately. A resumed turn's own share is the
+difference from the thread's previous cumulative value, which the backend persists per thread
+(`CodexUsageStore`) and passes in here.
 """
 
 from __future__ import annotations
@@ -16,16 +17,23 @@ from aka_graph.cli_agents.stream_base import StreamParser, as_int, usage
 class CodexCumulative:
     """The raw cumulative counters of a thread, as Codex reports them."""
 
-    def __init__(self, input_tokens: int = 0, cached_input_tokens: int = 0, output_tokens: int = 0) -> None:
+    def __init__(
+        self,
+        input_tokens: int = 0,
+        cached_input_tokens: int = 0,
+        output_tokens: int = 0,
+        cache_write_input_tokens: int = 0,
+    ) -> None:
         self.input_tokens = input_tokens
         self.cached_input_tokens = cached_input_tokens
         self.output_tokens = output_tokens
+        self.cache_write_input_tokens = cache_write_input_tokens
 
     @classmethod
     def from_event(cls, raw: dict[str, Any]) -> CodexCumulative:
         return cls(
             as_int(raw.get("input_tokens")), as_int(raw.get("cached_input_tokens")),
-            as_int(raw.get("output_tokens")),
+            as_int(raw.get("output_tokens")), as_int(raw.get("cache_write_input_tokens")),
         )
 
     def as_dict(self) -> dict[str, int]:
@@ -33,13 +41,15 @@ class CodexCumulative:
             "input_tokens": self.input_tokens,
             "cached_input_tokens": self.cached_input_tokens,
             "output_tokens": self.output_tokens,
+            "cache_write_input_tokens": self.cache_write_input_tokens,
         }
 
     def minus(self, earlier: CodexCumulative, accuracy: str) -> TokenUsage:
         inp = max(self.input_tokens - earlier.input_tokens, 0)
         cached = max(self.cached_input_tokens - earlier.cached_input_tokens, 0)
         out = max(self.output_tokens - earlier.output_tokens, 0)
-        return usage(max(inp - cached, 0), out, cached, 0, accuracy)
+        written = max(self.cache_write_input_tokens - earlier.cache_write_input_tokens, 0)
+        return usage(max(inp - cached - written, 0), out, cached, written, accuracy)
 
 
 class CodexStreamParser(StreamParser):

@@ -211,32 +211,17 @@ class Handler(BaseHTTPRequestHandler):
             )
         ]
         if block["type"] == "text":
+            events += self._text_block(0, block["text"])
+            stop, last = "end_turn", 0
+        else:  # a text block, then the tool call: Claude repeats the message usage for each block
+            events += self._text_block(0, f"Step {step}: calling {block['name']}.")
+            events += [("content_block_stop", {"type": "content_block_stop", "index": 0})]
             events += [
                 (
                     "content_block_start",
                     {
                         "type": "content_block_start",
-                        "index": 0,
-                        "content_block": {"type": "text", "text": ""},
-                    },
-                ),
-                (
-                    "content_block_delta",
-                    {
-                        "type": "content_block_delta",
-                        "index": 0,
-                        "delta": {"type": "text_delta", "text": block["text"]},
-                    },
-                ),
-            ]
-            stop = "end_turn"
-        else:
-            events += [
-                (
-                    "content_block_start",
-                    {
-                        "type": "content_block_start",
-                        "index": 0,
+                        "index": 1,
                         "content_block": {
                             "type": "tool_use",
                             "id": f"toolu_{step}_{msg_id[-6:]}",
@@ -249,14 +234,14 @@ class Handler(BaseHTTPRequestHandler):
                     "content_block_delta",
                     {
                         "type": "content_block_delta",
-                        "index": 0,
+                        "index": 1,
                         "delta": {"type": "input_json_delta", "partial_json": json.dumps(block["input"])},
                     },
                 ),
             ]
-            stop = "tool_use"
+            stop, last = "tool_use", 1
         events += [
-            ("content_block_stop", {"type": "content_block_stop", "index": 0}),
+            ("content_block_stop", {"type": "content_block_stop", "index": last}),
             (
                 "message_delta",
                 {
@@ -268,6 +253,27 @@ class Handler(BaseHTTPRequestHandler):
             ("message_stop", {"type": "message_stop"}),
         ]
         self._sse(events)
+
+    @staticmethod
+    def _text_block(index: int, text: str) -> list[tuple[str, dict[str, Any]]]:
+        return [
+            (
+                "content_block_start",
+                {
+                    "type": "content_block_start",
+                    "index": index,
+                    "content_block": {"type": "text", "text": ""},
+                },
+            ),
+            (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": text},
+                },
+            ),
+        ]
 
     @staticmethod
     def _anthropic_block(
