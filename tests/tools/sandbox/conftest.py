@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import pwd
 import shutil
 import signal
 import socket
@@ -158,12 +159,12 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
         f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\nPidFile {home}/sshd.pid\n"
         f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nMaxSessions 50\nMaxStartups 50\n"
-        "LogLevel ERROR\n"
+        "LogLevel ERROR\nSubsystem sftp internal-sftp\n"
     )
     known_hosts = home / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {(home / 'host_ed25519.pub').read_text()}")
     ssh_config = home / "ssh_config"
-    user = os.environ.get("USER") or "root"
+    user = pwd.getpwuid(os.getuid()).pw_name
     ssh_config.write_text(
         f"Host aka-test-host\n  HostName 127.0.0.1\n  Port {port}\n  User {user}\n"
         f"  IdentityFile {client_key}\n  UserKnownHostsFile {known_hosts}\n"

@@ -1,0 +1,177 @@
+"""One SSH host as the sandbox sees it: the connection (kept open between jobs) and the host's facts.
+
+Facts are read once per connection (home, PATH, tools, GPUs, runtime binds resolved on the host), the
+init command and the preflight run once per sandbox; none of them ever touch candidate code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import asyncssh
+
+from aka_graph.tools.sandbox.binds import RuntimeBind, RuntimeBindError, check_runtime_bind
+from aka_graph.tools.sandbox.gpu import gpu_device_nodes, select_gpu
+from aka_graph.tools.sandbox.remote_script import host_facts_script, parse_facts
+
+TRANSPORT_ERRORS = (asyncssh.Error, OSError, asyncio.TimeoutError, EOFError)
+
+
+class PreflightFailure(Exception):
+    """The host cannot run jobs right now (missing tools, failed init or preflight): exit 75."""
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """`[user@]host[:port]`; anything left unset comes from the OpenSSH client config."""
+
+    host: str
+    user: str | None = None
+    port: int | None = None
+
+    @classmethod
+    def parse(cls, target: str) -> SshTarget:
+        user, _, rest = target.rpartition("@")
+        host, _, port = rest.partition(":")
+        if not host or (port and not port.isdigit()):
+            raise ValueError(
+                f"--sandbox-ssh {target!r}: expected [user@]host[:port] or an alias from ~/.ssh/config"
+            )
+        return cls(host=host, user=user or None, port=int(port) if port else None)
+
+    def __str__(self) -> str:
+        return f"{self.user + '@' if self.user else ''}{self.host}{':' + str(self.port) if self.port else ''}"
+
+
+@dataclass
+class HostFacts:
+    home: str
+    path: str
+    euid: int
+    tools: dict[str, str]
+    links: dict[str, str]
+    gpu_uuid: str
+    device_nodes: list[str]
+    binds: list[RuntimeBind] = field(default_factory=list)
+
+
+@dataclass
+class SshHost:
+    """Connection management and host facts for one target (used from the sandbox's event loop)."""
+
+    target: SshTarget
+    gpu_index: int
+    runtime_binds: list[RuntimeBind]
+    init_command: str | None
+    preflight_command: str | None
+    nvidia_smi: str
+    ssh_config: Path | None
+    known_hosts: Path | None
+    connect_timeout_s: float
+    keepalive_s: float
+    conn: asyncssh.SSHClientConnection | None = None
+    sftp: asyncssh.SFTPClient | None = None
+    facts: HostFacts | None = None
+    prepared: bool = False
+    _lock: asyncio.Lock | None = None
+
+    async def connection(self) -> tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient]:
+        """The open connection and SFTP session, reconnecting (and re-reading facts) if it was lost."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            if self.conn is None or self.conn.is_closed():
+                self.drop()
+                options: dict[str, object] = {
+                    "connect_timeout": self.connect_timeout_s,
+                    "keepalive_interval": self.keepalive_s,
+                    "keepalive_count_max": 3,
+                }
+                if self.ssh_config is not None:
+                    options["config"] = [str(self.ssh_config)]
+                if self.known_hosts is not None:
+                    options["known_hosts"] = str(self.known_hosts)
+                if self.target.user:
+                    options["username"] = self.target.user
+                if self.target.port:
+                    options["port"] = self.target.port
+                conn = await asyncio.wait_for(
+                    asyncssh.connect(self.target.host, **options),
+                    self.connect_timeout_s + 5,  # type: ignore[arg-type]
+                )
+                try:
+                    sftp = await conn.start_sftp_client()
+                    self.facts = await self._read_facts(conn)
+                except BaseException:
+                    conn.abort()
+                    raise
+                self.conn, self.sftp = conn, sftp
+                self.prepared = False  # a new connection may be a rebooted host: init and preflight again
+            assert self.sftp is not None
+            if not self.prepared:
+                await self._prepare(self.conn)
+                self.prepared = True
+            return self.conn, self.sftp
+
+    def drop(self) -> None:
+        if self.conn is not None:
+            self.conn.abort()
+        self.conn = self.sftp = None
+
+    async def _read_facts(self, conn: asyncssh.SSHClientConnection) -> HostFacts:
+        script = host_facts_script(self.nvidia_smi, [b.source for b in self.runtime_binds])
+        result = await conn.run(f"sh -c {shlex.quote(script)}", check=False, timeout=60)
+        facts = parse_facts(str(result.stdout))
+        if "home" not in facts:
+            raise PreflightFailure(f"host facts probe failed on {self.target}: {result.stderr}")
+        home = facts["home"][0]
+        binds = []
+        for index, bind in enumerate(self.runtime_binds):
+            resolved = facts.get(f"bind.{index}", [""])[0]
+            if not resolved:
+                raise RuntimeBindError(
+                    f"runtime bind {bind.as_flag()!r}: {bind.source} does not exist on {self.target}"
+                )
+            check_runtime_bind(bind, home=home, resolved=resolved)
+            binds.append(bind)
+        gpu_output = "\n".join(facts.get("gpu", []))
+        if not any(line.strip().split(",")[0].strip().isdigit() for line in facts.get("gpu", [])):
+            raise PreflightFailure(f"{self.nvidia_smi} on {self.target} lists no GPU: {gpu_output.strip()}")
+        uuid, bus_id = select_gpu(gpu_output, self.gpu_index, where=str(self.target))
+        minors = {
+            key.removeprefix("minor.").lower(): values[0]
+            for key, values in facts.items()
+            if key.startswith("minor.")
+        }
+        minor_text = minors.get(bus_id[4:].lower()) or minors.get(bus_id.lower())
+        minor = int(minor_text) if minor_text and minor_text.isdigit() else self.gpu_index
+        return HostFacts(
+            home=home,
+            path=facts.get("path", ["/usr/local/bin:/usr/bin:/bin"])[0],
+            euid=int(facts.get("euid", ["-1"])[0] or -1),
+            tools={k.removeprefix("tool."): v[0] for k, v in facts.items() if k.startswith("tool.")},
+            links={k.removeprefix("link."): v[0] for k, v in facts.items() if k.startswith("link.")},
+            gpu_uuid=uuid,
+            device_nodes=gpu_device_nodes(minor),
+            binds=binds,
+        )
+
+    async def _prepare(self, conn: asyncssh.SSHClientConnection) -> None:
+        assert self.facts is not None
+        missing = [tool for tool in ("bwrap", "timeout", "flock") if not self.facts.tools.get(tool)]
+        if missing:
+            raise PreflightFailure(
+                f"{', '.join(missing)} not found on {self.target}; jobs there must run inside bubblewrap "
+                "(install the Debian packages bubblewrap, coreutils, util-linux)"
+            )
+        for label, command in (("init command", self.init_command), ("preflight", self.preflight_command)):
+            if command:
+                result = await conn.run(f"cd / && sh -c {shlex.quote(command)}", check=False, timeout=600)
+                if result.exit_status != 0:
+                    raise PreflightFailure(
+                        f"{label} {command!r} failed on {self.target} (exit {result.exit_status}): "
+                        f"{str(result.stderr).strip()[-1500:]}"
+                    )
