@@ -83,7 +83,9 @@ class LocalSandbox:
         health_timeout_s: float = 180.0,
         kill_grace_s: float = KILL_GRACE_S,
         gpu_lock_wait_s: float = 24 * 3600,
+        gpu_index: int | None = None,
     ) -> None:
+        """`gpu_index`: the GPU for jobs that do not name one (None: such jobs get no GPU pinning)."""
         if isolation not in ("auto", "bwrap", "none"):
             raise SandboxConfigError(f"--isolation {isolation!r}: choose auto, bwrap or none")
         self.lock_dir = lock_dir or Path(tempfile.gettempdir())
@@ -94,6 +96,7 @@ class LocalSandbox:
         self.health_timeout_s = health_timeout_s
         self.kill_grace_s = kill_grace_s
         self.gpu_lock_wait_s = gpu_lock_wait_s
+        self.gpu_index = gpu_index
         self.runtime_binds = [self._checked_bind(spec) for spec in runtime_binds]
         self._gpus: dict[int, tuple[str, list[str]]] = {}
         self._bwrap = shutil.which(bwrap)
@@ -178,6 +181,8 @@ class LocalSandbox:
 
     def _run(self, job: SandboxJob, results_dir: Path, probe_on_failure: bool) -> SandboxResult:
         started = time.monotonic()
+        if job.gpu_index is None and self.gpu_index is not None:
+            job = job.model_copy(update={"gpu_index": self.gpu_index})
         root = Path(tempfile.mkdtemp(prefix=f"aka-job-{_safe(job.label)}-", dir=self.base_dir))
         try:
             work = root / "work"
