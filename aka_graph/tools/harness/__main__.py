@@ -1,0 +1,6 @@
+"""`python -m harness evaluate|compare|worker ...`."""
+
+from .cli import main
+
+if __name__ == "__main__":
+    raise SystemExit(main())

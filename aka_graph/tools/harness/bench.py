@@ -1,0 +1,95 @@
+"""One workload's timing setup, shared by the worker (candidate) and the parent (reference): rotated
+input/output copies, then CUDA-graph capture (fallback: per-call CUDA events) or host timing on CPU."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import torch
+
+from .runner import KernelRunner, clone_values
+from .timing import (
+    GraphTimer,
+    Timing,
+    capture_plan,
+    copies_for,
+    estimate_us,
+    judge_capture,
+    time_events,
+    time_host,
+)
+
+
+class Bench:
+    def __init__(self, runner: KernelRunner, first: list[Any], device: torch.device, l2_bytes: int) -> None:
+        self.runner, self.device, self.l2_bytes = runner, device, l2_bytes
+        nbytes = sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor))
+        nbytes += sum(
+            torch.Size(s).numel() * torch.empty(0, dtype=d).element_size() for s, d in runner.out_specs
+        )
+        on_gpu = device.type == "cuda"
+        n = copies_for(nbytes, l2_bytes, 100) if on_gpu else 1
+        self.copies = [first] + [clone_values(first) for _ in range(n - 1)]
+        self.outs = [runner.alloc_outputs() if runner.dps else None for _ in range(n)]
+        self.produced: dict[int, Any] = {}
+        self.violations: list[str] = []
+        self.notes: list[str] = []
+        self.graph: GraphTimer | None = None
+        if not on_gpu:
+            t0 = time.perf_counter()
+            self.call(0)
+            self.first_s = time.perf_counter() - t0
+            return
+        est = estimate_us(self.call, n)
+        calls, self.replays = capture_plan(est)
+        graph = GraphTimer(self.call, n, calls)
+        try:
+            graph.capture()
+        except Exception as exc:  # not capturable: the tagged CUDA-event fallback
+            torch.cuda.synchronize()
+            self.notes.append(f"not capturable, CUDA-event fallback: {type(exc).__name__}: {exc}"[:500])
+            return
+        self.graph = graph
+        problem = judge_capture(graph.kernel_nodes, calls)
+        if problem:
+            self.violations.append(problem)
+
+    def call(self, k: int) -> Any:
+        self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
+        return self.produced[k]
+
+    def measure(self) -> Timing:
+        n = len(self.copies)
+        if self.device.type != "cuda":
+            timing = time_host(self.call, n, self.first_s)
+        elif self.graph is None:
+            timing = time_events(self.call, n, self.l2_bytes)
+        else:
+            timing = self.graph.measure(self.replays)
+        timing.notes = self.notes + timing.notes
+        return timing
+
+    @property
+    def last(self) -> int:
+        return len(self.copies) - 1
+
+    def poison_outputs(self, k: int) -> None:
+        from .inputs import poison_
+
+        targets = self.outs[k] if self.runner.dps else (self.graph.outputs.get(k) if self.graph else None)
+        for t in targets or []:
+            if type(t) is torch.Tensor:
+                poison_(t)
+
+    def replay(self, k: int) -> list[Any]:
+        """Run the timed invocation once more (the graph itself when captured); copy k's outputs."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        if self.graph is not None:
+            self.graph.replay_once()
+        else:
+            self.call(k)
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+        return list(self.outs[k]) if self.runner.dps else list(self.produced[k])

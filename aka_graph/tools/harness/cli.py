@@ -1,0 +1,143 @@
+"""Command line of the harness: `evaluate`, `compare` (for the graph's verification) and the internal
+`worker`. Exit status: 0 PASS, 1 any other verdict, 2 bad arguments or operator files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from . import report
+
+COMPARISON_SCHEMA = "aka_graph.comparison.v1"
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--op-dir", required=True, type=Path)
+    p.add_argument("--out", type=Path, help="where to write the result JSON (stdout when omitted)")
+    p.add_argument("--seeds", type=int, default=3, help="random seeds at scale 1 (one more at another scale)")
+    p.add_argument("--shape-id", action="append", dest="shape_ids", help="evaluate only these workloads")
+    p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    p.add_argument("--call-timeout", type=float, help="per-call watchdog in seconds")
+    p.add_argument("--compile-timeout", type=float, default=300.0)
+    p.add_argument("--gpu-spec", help="use this peak-table entry instead of the detected GPU")
+    p.add_argument("--peak-table", type=Path, help="a JSON peak table replacing the built-in one")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m harness")
+    sub = parser.add_subparsers(dest="mode", required=True)
+    ev = sub.add_parser("evaluate", help="evaluate one kernel")
+    _common(ev)
+    ev.add_argument("--kernel-dir", required=True, type=Path)
+    cmp = sub.add_parser("compare", help="ABBA-interleaved timing of several kernels in one process")
+    _common(cmp)
+    cmp.add_argument("--kernel-dir", required=True, action="append", dest="kernels", help="LABEL=DIR")
+    cmp.add_argument("--pattern", default="ABBA")
+    cmp.add_argument("--repeats", type=int, default=2)
+    wk = sub.add_parser("worker", help=argparse.SUPPRESS)
+    wk.add_argument("--op-dir", required=True)
+    wk.add_argument("--kernel-dir", required=True)
+    wk.add_argument("--device", required=True)
+    wk.add_argument("--rfd", type=int, required=True)
+    wk.add_argument("--wfd", type=int, required=True)
+    return parser
+
+
+def _emit(obj: dict[str, Any], out: Path | None) -> None:
+    text = json.dumps(obj, indent=2, allow_nan=False, default=str)
+    if out:
+        out.write_text(text + "\n")
+    else:
+        sys.stdout.write(text + "\n")
+
+
+def _failure(status: str, message: str) -> dict[str, Any]:
+    return report.result(status, "", {"name": "unknown", "arch": "unknown"}, "none", False, [], [], message)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if args.mode == "worker":
+        from .worker import worker_main
+
+        return worker_main(args.op_dir, args.kernel_dir, args.device, args.rfd, args.wfd)
+
+    from .gpu_specs import UnknownGpuError
+    from .modes import run
+    from .opmodel import OperatorError
+    from .session import Settings
+
+    settings = Settings(
+        op_dir=args.op_dir,
+        seeds=args.seeds,
+        shape_ids=args.shape_ids,
+        device=args.device,
+        call_timeout=args.call_timeout,
+        compile_timeout=args.compile_timeout,
+        gpu_spec=args.gpu_spec,
+        peak_table=args.peak_table,
+    )
+    if args.mode == "evaluate":
+        kernels = {"A": args.kernel_dir}
+    else:
+        kernels = {}
+        for item in args.kernels:
+            label, sep, path = item.partition("=")
+            if not sep or not label:
+                print(f"--kernel-dir {item!r}: use LABEL=DIR", file=sys.stderr)
+                return 2
+            kernels[label] = Path(path)
+    for label, path in kernels.items():
+        if not path.is_dir():
+            print(
+                f"kernel directory {path} ({label}) not found; pass a directory holding kernel.py",
+                file=sys.stderr,
+            )
+            return 2
+    try:
+        results, rounds = run(
+            settings,
+            kernels,
+            "A" if args.mode == "evaluate" else args.pattern,
+            1 if args.mode == "evaluate" else args.repeats,
+        )
+    except (OperatorError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        _emit(_failure("INFRA_ERROR", f"bad operator or arguments: {exc}"), args.out)
+        return 2
+    except UnknownGpuError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        _emit(_failure("INFRA_ERROR", str(exc)), args.out)
+        return 1
+    except Exception as exc:  # the harness's own failure: never a score
+        tb = traceback.format_exc()
+        print(tb, file=sys.stderr)
+        _emit(
+            _failure("INFRA_ERROR", f"harness failure: {type(exc).__name__}: {exc}\n{tb[-2000:]}"), args.out
+        )
+        return 1
+    if args.mode == "evaluate":
+        res = results["A"]
+        res.pop("label", None)
+        print(report.table(res), file=sys.stderr)
+        _emit(res, args.out)
+        return 0 if res["status"] == "PASS" else 1
+    for label, res in results.items():
+        print(f"[{label}] " + report.table(res), file=sys.stderr)
+    statuses = [r["status"] for r in results.values()]
+    any_res = next(iter(results.values()))
+    comparison = {
+        "schema": COMPARISON_SCHEMA,
+        "status": "PASS" if all(s == "PASS" for s in statuses) else report.worst(statuses),
+        "timing_method": any_res["timing_method"],
+        "authoritative": all(r["authoritative"] for r in results.values()),
+        "kernels": results,
+        "rounds": rounds,
+        "message": "; ".join(f"{k}: {r['message']}" for k, r in results.items() if r["message"])[:4000],
+    }
+    _emit(comparison, args.out)
+    return 0 if comparison["status"] == "PASS" else 1

@@ -1,0 +1,190 @@
+"""Anti-gaming checks run in the untrusted worker around the candidate (design §5).
+
+Identity of timers / sync / graph / event functions captured before the candidate is imported,
+reserved environment variables, threads left running, output types, and aliasing of outputs with
+inputs or earlier outputs. Each check returns human-readable violations (-> REWARD_HACK).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from typing import Any
+
+import torch
+
+RESERVED_PREFIXES = (
+    "TRITON_",
+    "CUDA_",
+    "TORCH",
+    "PYTORCH_",
+    "NCCL_",
+    "CUBLAS",
+    "CUDNN",
+    "NVIDIA_",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "OMP_",
+    "MKL_",
+    "PYTHON",
+)
+
+
+def _watched() -> list[tuple[str, Any, str]]:
+    items: list[tuple[str, Any, str]] = []
+    for attr in (
+        "perf_counter",
+        "perf_counter_ns",
+        "time",
+        "time_ns",
+        "monotonic",
+        "monotonic_ns",
+        "process_time",
+        "sleep",
+    ):
+        items.append((f"time.{attr}", time, attr))
+    cuda = torch.cuda
+    for attr in (
+        "synchronize",
+        "Event",
+        "CUDAGraph",
+        "graph",
+        "Stream",
+        "current_stream",
+        "is_available",
+        "get_device_name",
+        "set_stream",
+        "stream",
+    ):
+        items.append((f"torch.cuda.{attr}", cuda, attr))
+    for attr in ("record", "elapsed_time", "synchronize", "query", "wait"):
+        items.append((f"torch.cuda.Event.{attr}", cuda.Event, attr))
+    for attr in ("replay", "capture_begin", "capture_end", "instantiate"):
+        if hasattr(cuda.CUDAGraph, attr):
+            items.append((f"torch.cuda.CUDAGraph.{attr}", cuda.CUDAGraph, attr))
+    for attr in ("synchronize", "wait_stream", "query"):
+        items.append((f"torch.cuda.Stream.{attr}", cuda.Stream, attr))
+    for attr in (
+        "clone",
+        "copy_",
+        "fill_",
+        "equal",
+        "float",
+        "to",
+        "cpu",
+        "contiguous",
+        "data_ptr",
+        "untyped_storage",
+        "__torch_function__",
+        "zero_",
+        "item",
+        "numel",
+        "view",
+    ):
+        items.append((f"torch.Tensor.{attr}", torch.Tensor, attr))
+    for attr in (
+        "equal",
+        "allclose",
+        "isnan",
+        "isfinite",
+        "where",
+        "save",
+        "load",
+        "empty",
+        "empty_like",
+        "randn",
+        "randint",
+        "manual_seed",
+        "Generator",
+        "abs",
+        "zeros_like",
+        "ones_like",
+    ):
+        items.append((f"torch.{attr}", torch, attr))
+    for attr in ("enumerate", "Thread", "active_count"):
+        items.append((f"threading.{attr}", threading, attr))
+    items.append(("os.environ", os, "environ"))
+    return items
+
+
+def _lookup(owner: Any, attr: str) -> Any:
+    """The stored attribute (class dicts along the MRO, so classmethods compare by identity)."""
+    if isinstance(owner, type):
+        for klass in owner.__mro__:
+            if attr in vars(klass):
+                return vars(klass)[attr]
+        return None
+    return getattr(owner, attr, None)
+
+
+class Sentinel:
+    """Remembers the identity of every watched function (and the harness's own) before the import."""
+
+    def __init__(self) -> None:
+        self.before = {name: _lookup(owner, attr) for name, owner, attr in _watched()}
+        self.harness = {
+            (mod_name, key): value
+            for mod_name, module in list(sys.modules.items())
+            if mod_name.split(".")[-2:-1] == ["harness"] or mod_name.startswith("harness.")
+            for key, value in vars(module).items()
+            if callable(value)
+        }
+        self.env = reserved_env()
+        self.threads = {t.ident for t in threading.enumerate()}
+
+    def violations(self) -> list[str]:
+        found = []
+        for name, owner, attr in _watched():
+            if _lookup(owner, attr) is not self.before[name]:
+                found.append(f"{name} was replaced (monkey-patched timer/sync/harness function)")
+        for (mod_name, key), value in self.harness.items():
+            module = sys.modules.get(mod_name)
+            if module is None or vars(module).get(key) is not value:
+                found.append(f"harness function {mod_name}.{key} was replaced")
+        env = reserved_env()
+        changed = sorted(k for k in set(env) | set(self.env) if env.get(k) != self.env.get(k))
+        if changed:
+            found.append(f"reserved environment variables changed: {', '.join(changed)}")
+        extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        if extra:
+            found.append(f"threads left running: {', '.join(t.name for t in extra)}")
+        return found
+
+
+def reserved_env() -> dict[str, str]:
+    return {k: v for k, v in os.environ.items() if k.startswith(RESERVED_PREFIXES)}
+
+
+def _span(t: torch.Tensor) -> tuple[int, int]:
+    storage = t.untyped_storage()
+    start = storage.data_ptr()
+    return start, start + max(storage.nbytes(), 1)
+
+
+def output_violations(
+    outputs: list[Any], inputs: list[Any], earlier: list[torch.Tensor], device: torch.device
+) -> list[str]:
+    """Outputs must be plain dense tensors on the device, not aliasing inputs or earlier outputs."""
+    found = []
+    in_spans = [_span(t) for t in inputs if isinstance(t, torch.Tensor) and t.numel()]
+    old_spans = [_span(t) for t in earlier if t.numel()]
+    for i, out in enumerate(outputs):
+        if type(out) is not torch.Tensor:
+            found.append(
+                f"output {i} is a {type(out).__module__}.{type(out).__name__}, not a plain "
+                "torch.Tensor (lazy/fake tensor subclasses are rejected)"
+            )
+            continue
+        if out.is_meta or out.layout != torch.strided or out.device.type != device.type:
+            found.append(f"output {i} is not a materialised strided tensor on {device}")
+            continue
+        if not out.numel():
+            continue
+        lo, hi = _span(out)
+        if any(lo < b and a < hi for a, b in in_spans):
+            found.append(f"output {i} shares memory with an input (returning an input or a view of it)")
+        if any(lo < b and a < hi for a, b in old_spans):
+            found.append(f"output {i} reuses the memory of an earlier call's output (a cached buffer)")
+    return found

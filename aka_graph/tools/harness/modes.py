@@ -1,0 +1,238 @@
+"""`evaluate` (one kernel) and `compare` (several kernels, ABBA-interleaved in one process): compile ->
+correctness on every timed workload -> timing with re-validation -> speed-of-light check."""
+
+from __future__ import annotations
+
+import statistics
+from pathlib import Path
+from typing import Any
+
+from . import report
+from .runner import digest
+from .session import KernelState, Session, Settings, fresh_seed
+from .speed_of_light import below_bound, utilization
+
+READY_TIMEOUT_S = 180.0
+
+
+def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
+    states = [KernelState(label, path, session) for label, path in kernels.items()]
+    for ks in states:
+        try:
+            ks.worker.wait_ready(READY_TIMEOUT_S)
+        except Exception as exc:
+            ks.stop("INFRA_ERROR", f"worker did not start: {exc}")
+            continue
+        reply = ks.request(
+            {"cmd": "load", "init_seed": session.seeds[0][0]}, session.settings.compile_timeout
+        )
+        if reply is None:
+            continue
+        if "error" in reply:
+            ks.stop(reply["error"]["status"], reply["error"]["message"])
+        elif reply.get("violations"):
+            ks.stop("REWARD_HACK", "; ".join(reply["violations"]))
+    return states
+
+
+def _correctness(session: Session, states: list[KernelState]) -> None:
+    seeds = [[s, sc] for s, sc in session.seeds]
+    for idx in session.indices:
+        active = [ks for ks in states if ks.alive]
+        if not active:
+            return
+        for ks in active:  # the workers compute while the parent computes the references
+            try:
+                ks.worker.chan.send({"cmd": "run", "wl": idx, "seeds": seeds})
+            except OSError as exc:
+                ks.stop("RUNTIME_ERROR", f"the worker died: {exc}: {ks.worker.log_tail()}")
+        refs, digests = session.reference_outputs(idx)
+        for ks in active:
+            if not ks.alive:
+                continue
+            reply = ks.request(None, session.call_timeout * len(seeds) + 30)
+            verdict = ks.verdicts[idx]
+            if reply is None:
+                verdict.fail(*ks.error)
+                continue
+            if "error" in reply:
+                verdict.fail(reply["error"]["status"], reply["error"]["message"])
+                continue
+            if reply["violations"]:
+                verdict.fail("REWARD_HACK", "; ".join(dict.fromkeys(reply["violations"])))
+                continue
+            for n, (got, want) in enumerate(zip(reply["outputs"], refs, strict=False)):
+                if reply["digests"][n] != digests[n]:
+                    verdict.fail(
+                        "INCORRECT",
+                        f"seed {n}: the worker's inputs differ from the parent's "
+                        "(non-deterministic input generation or tampering)",
+                    )
+                    break
+                if not session.judge_outputs(verdict, got, want, idx, f"seed {n}"):
+                    break
+        del refs
+
+
+def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
+    verdict = ks.verdicts[idx]
+    reval = None if verdict.revalidated else [fresh_seed(), 1.0]
+    reply = ks.request(
+        {
+            "cmd": "time",
+            "wl": idx,
+            "bench_seed": session.bench_seed,
+            "reval": reval,
+            "l2_bytes": session.l2_bytes,
+        },
+        session.call_timeout * 20 + 60,
+    )
+    if reply is None:
+        verdict.fail(*ks.error)
+        return None
+    if "error" in reply:
+        verdict.fail(reply["error"]["status"], "during timing: " + reply["error"]["message"])
+        return None
+    if reply["violations"]:
+        verdict.fail("REWARD_HACK", "during timing: " + "; ".join(dict.fromkeys(reply["violations"])))
+        return None
+    if reval is not None:
+        verdict.revalidated = True
+        inputs = session.reference.inputs(idx, reval[0], reval[1])
+        want, _ = session.reference.outputs(idx, inputs)
+        probe = type(verdict)()
+        if reply["reval_digest"] != digest(inputs):
+            probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
+        if probe.status != "PASS" or not session.judge_outputs(
+            probe, reply["reval_outputs"], want, idx, "re-validation"
+        ):
+            verdict.fail(
+                "REWARD_HACK",
+                "the timed invocation is wrong on fresh inputs written into its "
+                f"buffers (re-validation after timing): {probe.message}",
+            )
+            return None
+    latency = float(reply["latency_us"])
+    verdict.latencies.append(latency)
+    verdict.spread = reply["spread_pct"]
+    verdict.method = reply["method"]
+    verdict.kernels_per_call = reply.get("kernels_per_call")
+    if reply.get("notes"):
+        verdict.message = "; ".join(reply["notes"])[:1000]
+    sol = session.sol.get(idx)
+    if sol is not None and below_bound(latency, sol.hard_bound_us):
+        verdict.fail(
+            "REWARD_HACK",
+            f"measured {latency:.3f} us is below the physical bound "
+            f"{sol.hard_bound_us:.3f} us ({sol.bytes_moved} bytes, {sol.flops} FLOPs on "
+            f"{session.spec.name if session.spec else '?'}): a bug or a cheat, never a win",
+        )
+        return None
+    return latency
+
+
+def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dict[int, Any]) -> dict:
+    v = ks.verdicts[idx]
+    lat = statistics.median(v.latencies) if v.latencies and v.status == "PASS" else None
+    sol = session.sol.get(idx)
+    ref = ref_timing.get(idx)
+    return {
+        "id": session.workload_id(idx),
+        "status": v.status,
+        "max_abs_error": v.max_abs,
+        "max_rel_error": v.max_rel,
+        "latency_us": lat,
+        "spread_pct": v.spread if lat else None,
+        "sol_bound_us": sol.bound_us if sol else None,
+        "utilization_pct": utilization(sol.bound_us, lat) if sol and lat else None,
+        "reference_latency_us": ref.latency_us if ref else None,
+        "message": v.message,
+        "sol_hard_bound_us": sol.hard_bound_us if sol else None,
+        "bytes_moved": sol.bytes_moved if sol else None,
+        "flops": sol.flops if sol else None,
+        "timing_method": v.method,
+        "kernels_per_call": v.kernels_per_call,
+        "reference_timing_method": ref.method if ref else None,
+    }
+
+
+def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]) -> dict[str, Any]:
+    workloads = []
+    for idx in session.indices:
+        entry = _workload_entry(session, ks, idx, ref_timing)
+        if ks.error and entry["status"] == "PASS":
+            entry["status"], entry["message"] = ks.error[0], "not evaluated: " + ks.error[1][:300]
+        workloads.append(entry)
+    statuses = [w["status"] for w in workloads] + ([ks.error[0]] if ks.error else [])
+    status = report.worst(statuses)
+    methods = {w["timing_method"] for w in workloads if w["timing_method"]}
+    on_gpu = session.device.type == "cuda"
+    method = ("cuda_event" if "cuda_event" in methods else "cuda_graph") if on_gpu else "host_interpreter"
+    if status != "PASS" and not methods:
+        method = "none"
+    first_bad = next((w for w in workloads if w["status"] != "PASS"), None)
+    message = ks.error[1] if ks.error else (f"{first_bad['id']}: {first_bad['message']}" if first_bad else "")
+    return report.result(
+        status,
+        ks.sha256,
+        session.device_info,
+        method,
+        on_gpu,
+        [s for s, _ in session.seeds],
+        workloads,
+        message[:4000],
+        operator=session.op.name,
+        format=session.op.kind,
+        seed_scales=[sc for _, sc in session.seeds],
+        label=ks.label,
+    )
+
+
+def pattern_order(pattern: str, labels: list[str]) -> list[str]:
+    """'ABBA' -> labels: a character that is a label names it, else A = first kernel, B = second, ..."""
+    order = []
+    for c in pattern:
+        if c in labels:
+            order.append(c)
+        elif 0 <= ord(c.upper()) - ord("A") < len(labels):
+            order.append(labels[ord(c.upper()) - ord("A")])
+        else:
+            raise ValueError(f"--pattern {pattern!r}: {c!r} names no kernel (kernels: {labels})")
+    return order
+
+
+def run(
+    settings: Settings, kernels: dict[str, Path], pattern: str = "A", repeats: int = 1
+) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
+    """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times."""
+    session = Session(settings)
+    states = _start(session, kernels)
+    rounds: list[dict[str, Any]] = []
+    ref_timing: dict[int, Any] = {}
+    try:
+        _correctness(session, states)
+        timed = [ks for ks in states if ks.passed and ks.alive]
+        if timed:
+            order = pattern_order(pattern, [ks.label for ks in states])
+            by_label = {ks.label: ks for ks in timed}
+            for rep in range(repeats):
+                for pos, label in enumerate(order):
+                    ks = by_label.get(label)
+                    if ks is None or not ks.alive:
+                        continue
+                    lat = {}
+                    for idx in session.indices:
+                        if ks.verdicts[idx].status == "PASS":
+                            value = _time_round(session, ks, idx)
+                            if value is not None:
+                                lat[session.workload_id(idx)] = value
+                    rounds.append({"label": label, "repeat": rep, "position": pos, "latency_us": lat})
+            for idx in session.indices:
+                try:
+                    ref_timing[idx] = session.reference.time(idx, session.bench_seed, session.l2_bytes)
+                except Exception:  # an untimeable reference leaves the column empty, never a failure
+                    ref_timing[idx] = None
+    finally:
+        for ks in states:
+            ks.worker.close()
+    return {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}, rounds

@@ -1,0 +1,51 @@
+"""Loading operator code (reference source, native reference.py / input.py) into fresh modules."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+import types
+from pathlib import Path
+from typing import Any
+
+from .opmodel import Operator, OperatorError
+
+
+def load_file_module(path: Path, name: str) -> types.ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    if spec is None or spec.loader is None:
+        raise OperatorError(f"{path}: cannot be imported as a Python module")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    parent = str(path.parent)
+    sys.path.insert(0, parent)
+    try:
+        spec.loader.exec_module(module)
+    finally:
+        if parent in sys.path:
+            sys.path.remove(parent)
+    return module
+
+
+def load_reference(op: Operator) -> types.ModuleType:
+    """The reference as a module: SOL's `reference` source string, or native `reference.py`."""
+    if op.kind == "native":
+        module = load_file_module(op.directory / "reference.py", "atrex_reference")
+        if not hasattr(module, "Model"):
+            raise OperatorError(f"{op.directory / 'reference.py'}: defines no class Model")
+        return module
+    module = types.ModuleType("sol_reference")
+    where = f"{op.directory / 'definition.json'}::reference"
+    try:
+        exec(compile(op.reference_source, where, "exec"), module.__dict__)
+    except SyntaxError as exc:
+        raise OperatorError(f"{where}: the reference source does not compile: {exc}") from None
+    if not callable(module.__dict__.get("run")):
+        raise OperatorError(f"{where}: the reference source defines no run(...)")
+    return module
+
+
+def load_input_module(op: Operator) -> Any:
+    if op.kind != "native":
+        return None
+    return load_file_module(op.directory / "input.py", "atrex_input")

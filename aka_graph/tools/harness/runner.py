@@ -1,0 +1,77 @@
+"""Calling conventions: destination-passing `fn(*inputs, *outputs)`, value-returning `fn(*inputs)` and
+`Model(*inputs)`, normalised to "a list of output tensors"."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+
+from .inputs import poison_
+
+
+class ReturnError(RuntimeError):
+    """The kernel returned something that is not the declared outputs."""
+
+
+class KernelRunner:
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        dps: bool,
+        out_specs: list[tuple[tuple[int, ...], torch.dtype]],
+        device: torch.device,
+    ) -> None:
+        self.fn, self.dps, self.out_specs, self.device = fn, dps, out_specs, device
+
+    def alloc_outputs(self) -> list[torch.Tensor]:
+        return [
+            poison_(torch.empty(shape, dtype=dtype, device=self.device)) for shape, dtype in self.out_specs
+        ]
+
+    def invoke(self, inputs: list[Any], outputs: list[torch.Tensor] | None = None) -> list[Any]:
+        if self.dps:
+            assert outputs is not None
+            with torch.no_grad():
+                self.fn(*inputs, *outputs)
+            return list(outputs)
+        with torch.no_grad():
+            result = self.fn(*inputs)
+        result = list(result) if isinstance(result, tuple | list) else [result]
+        if self.out_specs and len(result) != len(self.out_specs):
+            raise ReturnError(f"returned {len(result)} outputs, the operator declares {len(self.out_specs)}")
+        return result
+
+
+def clone_values(values: list[Any]) -> list[Any]:
+    return [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Bitwise equality (NaN-safe): used for mutation and late-write checks."""
+    if a.shape != b.shape or a.dtype != b.dtype:
+        return False
+    if a.numel() == 0:
+        return True
+    return torch.equal(
+        a.contiguous().reshape(-1).view(torch.uint8), b.contiguous().reshape(-1).view(torch.uint8)
+    )
+
+
+def digest(values: list[Any]) -> list[float]:
+    """A cheap fingerprint of inputs, to prove both processes regenerated identical data."""
+    out = []
+    for v in values:
+        if isinstance(v, torch.Tensor) and v.numel() == 0:
+            out.append(0.0)
+        elif isinstance(v, torch.Tensor):
+            f = v.detach().double()
+            f = torch.nan_to_num(f, nan=0.0, posinf=1e30, neginf=-1e30)
+            idx = torch.arange(f.numel(), device=f.device, dtype=torch.float64) % 1009
+            out.append(float(f.sum()) + float((f.reshape(-1) * idx).sum()))
+        elif isinstance(v, int | float | bool):
+            out.append(float(v))
+        else:
+            out.append(0.0)
+    return out

@@ -1,0 +1,72 @@
+"""Speed of light per workload: bytes moved (inputs + outputs) and FLOPs (torch's flop counter on the
+reference) against the GPU's peaks. The hard bound uses datasheet peaks; utilization uses measured ones."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .gpu_specs import GpuSpec
+
+
+@dataclass
+class SolBound:
+    bytes_moved: int
+    flops: int
+    bound_us: float  # against measured ceilings (what utilization is relative to)
+    hard_bound_us: float  # against datasheet peaks: nothing legitimate is faster
+
+
+def tensor_bytes(values: list[Any]) -> int:
+    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
+
+
+def dtype_class(values: list[Any]) -> str:
+    floats = [v.dtype for v in values if isinstance(v, torch.Tensor) and v.dtype.is_floating_point]
+    if not floats:
+        return "int8"
+    widest = max(floats, key=lambda d: torch.finfo(d).bits)
+    narrow = min(floats, key=lambda d: torch.finfo(d).bits)
+    if torch.finfo(narrow).bits == 8:
+        return "fp8"
+    return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(widest, "fp32")
+
+
+def bound(spec: GpuSpec, bytes_moved: int, flops: int, dclass: str) -> SolBound:
+    def at(bw: float, tflops: float) -> float:
+        return max(bytes_moved / bw, flops / (tflops * 1e12)) * 1e6
+
+    measured = at(spec.bandwidth(True), spec.tflops(dclass, True))
+    fastest_math = max(spec.datasheet_tflops.values())
+    hard = at(spec.datasheet_bw, fastest_math)
+    return SolBound(bytes_moved, flops, measured, hard)
+
+
+def utilization(bound_us: float, latency_us: float) -> float:
+    return bound_us / latency_us * 100.0 if latency_us > 0 else 0.0
+
+
+def below_bound(latency_us: float, hard_bound_us: float, margin: float = 0.97) -> bool:
+    return hard_bound_us > 0 and latency_us < hard_bound_us * margin
+
+
+class FlopCounter:
+    """Counts the FLOPs of one reference call (matmul/conv/attention; elementwise ops count as 0)."""
+
+    def __init__(self) -> None:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        self.mode = FlopCounterMode(display=False)
+
+    def __enter__(self) -> FlopCounter:
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.mode.__exit__(*exc)
+
+    @property
+    def total(self) -> int:
+        return int(self.mode.get_total_flops())

@@ -1,0 +1,220 @@
+"""Timing: CUDA-graph replay timed with CUDA events (authoritative), a per-call CUDA-event fallback with
+an L2 flush for candidates that cannot be captured, and host timing under the interpreter.
+
+`call(k)` runs the kernel on input/output copy `k` (copies are rotated so caches don't flatter) and
+returns the outputs it produced. Used identically for the candidate (worker) and the reference (parent).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+Call = Callable[[int], Any]
+
+
+@dataclass
+class Timing:
+    latency_us: float
+    spread_pct: float
+    samples_us: list[float]
+    method: str
+    kernels_per_call: float | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def summarize(samples_us: list[float]) -> tuple[float, float]:
+    """Median and robust spread (IQR / median, %) of per-call latencies."""
+    if not samples_us:
+        raise ValueError("no timing samples")
+    med = statistics.median(samples_us)
+    if len(samples_us) < 4:
+        return med, 0.0 if len(samples_us) == 1 else (max(samples_us) - min(samples_us)) / med * 100
+    q = statistics.quantiles(samples_us, n=4, method="inclusive")
+    return med, (q[2] - q[0]) / med * 100 if med > 0 else 0.0
+
+
+def capture_plan(est_us: float, max_calls: int = 100) -> tuple[int, int]:
+    """(calls per graph, replays): ~3 ms per replay, ~60 ms of replays per workload."""
+    est = max(est_us, 1.0)
+    calls = max(5, min(max_calls, round(3000 / est)))
+    replays = max(5, min(30, round(60000 / (calls * est))))
+    return calls, replays
+
+
+def copies_for(bytes_per_call: int, l2_bytes: int, max_copies: int, budget_bytes: int = 4 << 30) -> int:
+    """How many input/output copies to rotate so one pass over them exceeds 3x the L2."""
+    if bytes_per_call <= 0:
+        return 1
+    want = math.ceil(3 * l2_bytes / bytes_per_call)
+    return max(1, min(want, max_copies, max(1, budget_bytes // bytes_per_call)))
+
+
+def judge_capture(kernel_nodes: int | None, calls: int) -> str | None:
+    """A captured graph must launch work on every call: empty or thinner captures are cheats."""
+    if kernel_nodes is None:
+        return None
+    if kernel_nodes == 0:
+        return f"the CUDA graph of {calls} calls captured no kernels (work skipped or done elsewhere)"
+    if kernel_nodes < calls:
+        return (
+            f"the CUDA graph captured {kernel_nodes} kernels for {calls} calls: repeated calls "
+            "skip the work (real work only on the first calls)"
+        )
+    return None
+
+
+def time_host(call: Call, n_copies: int, first_call_s: float, budget_s: float = 0.5) -> Timing:
+    reps = max(1, min(5, int(budget_s / max(first_call_s, 1e-6))))
+    samples = []
+    for i in range(reps):
+        t0 = time.perf_counter()
+        call(i % n_copies)
+        samples.append((time.perf_counter() - t0) * 1e6)
+    med, spread = summarize(samples)
+    return Timing(med, spread, samples, "host_interpreter")
+
+
+def _driver() -> Any:
+    for name in ("libcuda.so.1", "libcuda.so"):
+        try:
+            return ctypes.CDLL(name)
+        except OSError:
+            continue
+    return None
+
+
+def graph_kernel_nodes(graph: Any) -> int | None:
+    """Kernel nodes in a kept CUDA graph via the driver API (cuGraphGetNodes/cuGraphNodeGetType)."""
+    lib = _driver()
+    raw = getattr(graph, "raw_cuda_graph", None)
+    if lib is None or raw is None:
+        return None
+    handle = ctypes.c_void_p(raw())
+    count = ctypes.c_size_t(0)
+    if lib.cuGraphGetNodes(handle, None, ctypes.byref(count)) != 0:
+        return None
+    nodes = (ctypes.c_void_p * max(count.value, 1))()
+    if lib.cuGraphGetNodes(handle, nodes, ctypes.byref(count)) != 0:
+        return None
+    kernels = 0
+    for i in range(count.value):
+        kind = ctypes.c_int(-1)
+        if lib.cuGraphNodeGetType(ctypes.c_void_p(nodes[i]), ctypes.byref(kind)) != 0:
+            return None
+        kernels += kind.value == 0  # CU_GRAPH_NODE_TYPE_KERNEL
+    return kernels
+
+
+class GraphTimer:
+    """Captures `calls` invocations rotating over the copies into one CUDA graph and replays it."""
+
+    def __init__(self, call: Call, n_copies: int, calls: int) -> None:
+        self.call, self.n_copies, self.calls = call, n_copies, calls
+        self.outputs: dict[int, Any] = {}
+        self.graph: Any = None
+        self.kernel_nodes: int | None = None
+        self.notes: list[str] = []
+
+    def capture(self) -> None:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for k in range(self.n_copies):
+                self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
+        torch.cuda.current_stream().wait_stream(stream)
+        torch.cuda.synchronize()
+        try:
+            graph = torch.cuda.CUDAGraph(keep_graph=True)
+            kept = True
+        except TypeError:
+            graph, kept = torch.cuda.CUDAGraph(), False
+        with torch.cuda.graph(graph):
+            for i in range(self.calls):
+                self.outputs[i % self.n_copies] = self.call(i % self.n_copies)
+        if kept:
+            try:
+                self.kernel_nodes = graph_kernel_nodes(graph)
+            except Exception as exc:  # the count is a check, not a requirement of timing
+                self.notes.append(f"kernel count unavailable: {exc}")
+            with contextlib.suppress(Exception):
+                graph.instantiate()
+        if self.kernel_nodes is None:
+            self.kernel_nodes = self._profiled_kernels(graph)
+        self.graph = graph
+
+    def _profiled_kernels(self, graph: Any) -> int | None:
+        try:
+            from torch.profiler import ProfilerActivity, profile
+
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                graph.replay()
+                torch.cuda.synchronize()
+            return sum(
+                1
+                for e in prof.events()
+                if e.device_type == torch.autograd.DeviceType.CUDA
+                and "memcpy" not in e.name.lower()
+                and "memset" not in e.name.lower()
+            )
+        except Exception as exc:
+            self.notes.append(f"kernel count unverified: {exc}")
+            return None
+
+    def measure(self, replays: int) -> Timing:
+        self.graph.replay()
+        events = [
+            (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+            for _ in range(replays)
+        ]
+        for start, end in events:
+            start.record()
+            self.graph.replay()
+            end.record()
+        torch.cuda.synchronize()
+        samples = [s.elapsed_time(e) * 1000.0 / self.calls for s, e in events]
+        med, spread = summarize(samples)
+        per_call = None if self.kernel_nodes is None else self.kernel_nodes / self.calls
+        return Timing(med, spread, samples, "cuda_graph", per_call, list(self.notes))
+
+    def replay_once(self) -> None:
+        self.graph.replay()
+        torch.cuda.synchronize()
+
+
+def estimate_us(call: Call, n_copies: int, reps: int = 3) -> float:
+    """A quick eager estimate (events) to size the graph."""
+    call(0)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for i in range(reps):
+        call(i % n_copies)
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000.0 / reps
+
+
+def time_events(call: Call, n_copies: int, l2_bytes: int, samples: int = 30) -> Timing:
+    """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels."""
+    flush = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device="cuda")
+    pairs = []
+    for i in range(samples):
+        flush.zero_()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        call(i % n_copies)
+        end.record()
+        pairs.append((start, end))
+    torch.cuda.synchronize()
+    data = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
+    med, spread = summarize(data)
+    return Timing(med, spread, data, "cuda_event")

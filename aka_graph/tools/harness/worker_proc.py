@@ -1,0 +1,129 @@
+"""Spawning and talking to the untrusted worker from the trusted parent (watchdog included)."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from .protocol import Channel, ChannelClosed, ChannelTimeout
+
+PACKAGE = __package__ or "harness"
+
+
+class WorkerDied(RuntimeError):
+    """The worker exited or was killed (crash, os._exit, watchdog)."""
+
+
+def _package_root() -> Path:
+    here = Path(__file__).resolve().parent
+    return here.parents[PACKAGE.count(".")]
+
+
+def worker_env(device: str, build_dir: Path) -> dict[str, str]:
+    """The worker's environment: fresh build/cache dirs (set on this subprocess only)."""
+    env = dict(os.environ)
+    root = str(_package_root())
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    for var, sub in (
+        ("TRITON_CACHE_DIR", "triton"),
+        ("TORCH_EXTENSIONS_DIR", "torch_extensions"),
+        ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
+        ("CUDA_CACHE_PATH", "cuda_cache"),
+    ):
+        path = build_dir / sub
+        path.mkdir(parents=True, exist_ok=True)
+        env[var] = str(path)
+    if device == "cpu":
+        env["TRITON_INTERPRET"] = "1"
+    env["PYTHONDONTWRITEBYTECODE"] = "1"
+    return env
+
+
+class WorkerProcess:
+    def __init__(self, op_dir: Path, kernel_dir: Path, device: str, map_location: str) -> None:
+        self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_"))
+        self.log_path = self.build_dir / "worker.log"
+        p2w_r, p2w_w = os.pipe()
+        w2p_r, w2p_w = os.pipe()
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the worker
+        self.proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                PACKAGE,
+                "worker",
+                "--op-dir",
+                str(op_dir),
+                "--kernel-dir",
+                str(kernel_dir),
+                "--device",
+                device,
+                "--rfd",
+                str(p2w_r),
+                "--wfd",
+                str(w2p_w),
+            ],
+            pass_fds=(p2w_r, w2p_w),
+            stdin=subprocess.DEVNULL,
+            stdout=self.log,
+            stderr=self.log,
+            env=worker_env(device, self.build_dir),
+            start_new_session=True,
+        )
+        os.close(p2w_r)
+        os.close(w2p_w)
+        self.chan = Channel(w2p_r, p2w_w, map_location=map_location)
+        self.fds = (w2p_r, p2w_w)
+        self.ready = False
+
+    def wait_ready(self, timeout_s: float) -> None:
+        reply = self.request(None, timeout_s)
+        if "error" in reply:
+            raise WorkerDied(reply["error"]["message"])
+        self.ready = True
+
+    def request(self, msg: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
+        try:
+            if msg is not None:
+                self.chan.send(msg)
+            return self.chan.recv(timeout_s)
+        except ChannelTimeout:
+            self.kill()
+            raise
+        except (ChannelClosed, BrokenPipeError) as exc:
+            self.kill()
+            raise WorkerDied(f"the worker died (exit {self.proc.poll()}): {self.log_tail()}") from exc
+
+    def log_tail(self, n: int = 1500) -> str:
+        try:
+            return self.log_path.read_text(errors="replace")[-n:].strip()
+        except OSError:
+            return ""
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+
+    def close(self) -> None:
+        if self.proc.poll() is None:
+            try:
+                self.chan.send({"cmd": "exit"})
+                self.proc.wait(timeout=10)
+            except Exception:
+                pass
+        self.kill()
+        for fd in self.fds:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.log.close()
+        import shutil
+
+        shutil.rmtree(self.build_dir, ignore_errors=True)
