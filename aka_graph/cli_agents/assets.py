@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 from pathlib import Path
 
 SKILL_DIRS = (".claude/skills", ".agents/skills", ".qoder/skills")
@@ -44,6 +45,32 @@ def install_workspace_assets(workspace: Path, skills_dir: Path = DEFAULT_SKILLS_
             elif link.exists():
                 continue
             link.symlink_to(dest, target_is_directory=True)
+    _exclude_from_git(workspace)
+
+
+def _exclude_from_git(workspace: Path) -> None:
+    """Keep the links out of `git status` (and so out of candidate diffs) when the workspace is a repo."""
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--git-path", "info/exclude"],
+            cwd=workspace,
+            capture_output=True,
+            text=True,
+            timeout=30,
+            stdin=subprocess.DEVNULL,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return
+    if out.returncode != 0:
+        return
+    exclude = Path(out.stdout.strip())
+    exclude = exclude if exclude.is_absolute() else workspace / exclude
+    existing = exclude.read_text().splitlines() if exclude.is_file() else []
+    wanted = [f"/{rel}/" for rel in SKILL_DIRS if f"/{rel}/" not in existing]
+    if wanted:
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a") as f:
+            f.write("".join(line + "\n" for line in wanted))
 
 
 def remove_workspace_assets(workspace: Path) -> None:

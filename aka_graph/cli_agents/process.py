@@ -174,6 +174,7 @@ def run_streaming(
             leftover = group_alive(pgid)
             if leftover:
                 _signal_group(pgid, signal.SIGKILL)
+                _wait_group_gone(pgid, timeout_s=5.0)
             proc.stdout.close()
             proc.stderr.close()
             wall_s = time.monotonic() - start
@@ -183,6 +184,16 @@ def run_streaming(
             )
             transcript.meta.write_text(json.dumps(meta, indent=2))
     return ProcessOutcome(exit_code, timed_out, stop_reason, wall_s, pgid, transcript, leftover)
+
+
+def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
+    """Killed orphans linger as zombies until init reaps them; wait (briefly) until the group is empty."""
+    deadline = time.monotonic() + timeout_s
+    while group_alive(pgid):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
 
 
 def _handle(on_line: LineHandler | None, raw: bytes) -> str | None:
