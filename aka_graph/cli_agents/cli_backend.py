@@ -156,13 +156,12 @@ class CliBackend:
             error = f"exit code {outcome.exit_code}: {_stderr_tail(outcome.transcript.stderr)}"
         else:
             error = ""
-        text = parser.text() if hasattr(parser, "text") else parser.final_text
         return AgentResult(
             exit_code=outcome.exit_code,
             session_id=parser.session_id or chosen_session,
             tokens=tokens,
             transcript_path=outcome.transcript.stdout,
-            final_text=text,
+            final_text=parser.text(),
             timed_out=outcome.timed_out,
             failed=failed,
             error=error,

@@ -49,6 +49,10 @@ class StreamParser:
     def handle(self, event: dict[str, Any]) -> bool:
         raise NotImplementedError
 
+    def text(self) -> str:
+        """The agent's final message."""
+        return self.final_text
+
     def tokens(self) -> TokenUsage:
         raise NotImplementedError
 

@@ -52,9 +52,12 @@ def meta_of(result: AgentResult) -> dict[str, Any]:
 
 @pytest.mark.parametrize("cli", CLIS)
 def test_cli_edits_kernel_and_reports_session_and_exact_tokens(
-    cli: str, fake_server: FakeServer, workspace: Path, tmp_path: Path
+    cli: str, fake_server: FakeServer, workspace: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     require_cli(cli)
+    user_home = tmp_path / "user-home"
+    user_home.mkdir()
+    monkeypatch.setenv("HOME", str(user_home))
     backend = make_cli_backend(cli, fake_server, tmp_path / "home")
     run, run_id = agent_run(workspace, "edit")
     seen: list[TokenUsage] = []
@@ -74,6 +77,8 @@ def test_cli_edits_kernel_and_reports_session_and_exact_tokens(
     transcript = result.transcript_path.read_text()
     assert result.session_id in transcript
     assert FAKE_KEY not in json.dumps(meta_of(result)["argv"])
+    assert any((tmp_path / "home").iterdir()), "the CLI keeps its state in its private home"
+    assert sorted(p.name for p in user_home.iterdir()) == [], "nothing leaks into the user's home"
 
 
 @pytest.mark.parametrize("cli", CLIS)
@@ -86,8 +91,9 @@ def test_resume_continues_the_same_session_and_reports_only_its_own_tokens(
     first = backend.run(first_run)
     assert first.ok, first.error
 
+    restarted = make_cli_backend(cli, fake_server, tmp_path / "home")  # as after a coordinator restart
     second_run, second_id = agent_run(workspace, "answer", resume=first.session_id)
-    second = backend.run(second_run)
+    second = restarted.run(second_run)
 
     assert second.ok, second.error
     assert second.session_id == first.session_id
@@ -107,6 +113,8 @@ def test_server_error_is_a_failed_run(
     result = backend.run(run)
 
     assert result.failed and not result.ok and not result.timed_out
+    # claude and codex exit 1; pi exits 0 after its failed retries and only its stream tells
+    assert result.exit_code == {"claude": 1, "codex": 1, "pi": 0}[cli]
     if cli == "codex":  # codex words a 500 its own way; its stream says turn.failed
         assert result.error and '"turn.failed"' in result.transcript_path.read_text()
     else:

@@ -198,6 +198,17 @@ def test_registry_knows_every_backend_and_rejects_unknown_names() -> None:
         make_backend("replay")
 
 
+def test_registry_builds_the_replay_backend_from_a_script() -> None:
+    script = (
+        Path(__file__).resolve().parents[2] / "aka_graph" / "examples" / "vq_nearest_code" / "replay.json"
+    )
+    if not script.is_file():
+        pytest.skip(f"the demo replay script {script} is not in this checkout yet")
+    backend = make_backend("replay", replay_script=script)
+    assert backend.name == "replay" and isinstance(backend, AgentBackend)
+    backend.check_ready()
+
+
 @pytest.fixture
 def logged_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """No credentials anywhere: an empty HOME, no key variables, every CLI binary a dummy that exists."""
