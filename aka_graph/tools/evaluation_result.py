@@ -36,6 +36,15 @@ class WorkloadResult(BaseModel):
     utilization_pct: float | None = None
     reference_latency_us: float | None = None
     message: str = ""
+    # Extensions (A1, backwards compatible: all optional)
+    sol_hard_bound_us: float | None = Field(
+        default=None, description="bound from datasheet peaks; a latency below it is REWARD_HACK"
+    )
+    bytes_moved: int | None = None
+    flops: int | None = None
+    timing_method: TimingMethod | None = Field(default=None, description="this workload's method")
+    kernels_per_call: float | None = Field(default=None, description="kernels captured per call")
+    reference_timing_method: TimingMethod | None = None
 
 
 class Summary(BaseModel):
@@ -55,5 +64,9 @@ class EvaluationResult(BaseModel):
     workloads: list[WorkloadResult] = Field(default_factory=list)
     summary: Summary = Field(default_factory=Summary)
     message: str = ""
+    # Extensions (A1, backwards compatible: all optional)
+    operator: str = ""
+    format: Literal["sol", "native", ""] = ""
+    seed_scales: list[float] = Field(default_factory=list, description="input scale of each seed")
 
     model_config = {"populate_by_name": True}

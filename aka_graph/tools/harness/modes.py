@@ -10,13 +10,14 @@ from typing import Any
 from . import report
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
-from .speed_of_light import below_bound, utilization
+from .speed_of_light import below_bound, utilization, warm_up
 
 READY_TIMEOUT_S = 180.0
 
 
 def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
     states = [KernelState(label, path, session) for label, path in kernels.items()]
+    warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
     for ks in states:
         try:
             ks.worker.wait_ready(READY_TIMEOUT_S)

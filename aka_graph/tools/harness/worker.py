@@ -6,6 +6,7 @@ guards, times it, and sends back outputs and measurements. It never sees a refer
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import traceback
@@ -71,10 +72,8 @@ class Worker:
             ref = self.ref_module.Model(**wl.init_kwargs)
             torch.manual_seed(self.init_seed)
             model = self.target(**wl.init_kwargs)
-            try:
+            with contextlib.suppress(Exception):  # another parameter layout: rely on the seeded init
                 model.load_state_dict(ref.state_dict())
-            except Exception:
-                pass  # different parameter layout: rely on the identical seeded init
             self.models[idx] = model.to(self.device).eval() if hasattr(model, "to") else model
         return KernelRunner(self.models[idx], False, [], self.device)
 

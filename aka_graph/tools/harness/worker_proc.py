@@ -113,13 +113,7 @@ class WorkerProcess:
             self.proc.wait()
 
     def close(self) -> None:
-        if self.proc.poll() is None:
-            try:
-                self.chan.send({"cmd": "exit"})
-                self.proc.wait(timeout=10)
-            except Exception:
-                pass
-        self.kill()
+        self.kill()  # nothing of the worker's is needed any more; a graceful exit only costs time
         for fd in self.fds:
             with contextlib.suppress(OSError):
                 os.close(fd)

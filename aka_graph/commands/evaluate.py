@@ -1,0 +1,93 @@
+"""`python -m aka_graph evaluate OP_DIR KERNEL`: one full evaluation of one kernel in a sandbox.
+
+Prints the harness's table on stderr and, with --json, the result JSON on stdout; exits 0 on PASS and 1
+on any other status (2 on bad arguments)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import tempfile
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def evaluate_command(
+    op_dir: Annotated[Path, typer.Argument(help="SOL-ExecBench or native operator directory")],
+    kernel: Annotated[Path, typer.Argument(help="kernel.py file or kernel directory")],
+    seeds: Annotated[int, typer.Option("--seeds", help="random seeds at scale 1 (+1 at another scale)")] = 3,
+    shape_id: Annotated[list[str] | None, typer.Option("--shape-id", help="only these workloads")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="print the result JSON on stdout")] = False,
+    device: Annotated[str, typer.Option("--device", help="auto, cuda or cpu")] = "auto",
+    timeout: Annotated[float, typer.Option("--timeout", help="whole-evaluation limit, seconds")] = 900.0,
+    results: Annotated[Path | None, typer.Option("--results", help="keep the job's result.json here")] = None,
+    isolation: Annotated[str, typer.Option("--isolation", help="local: auto, bwrap or none")] = "auto",
+    gpu: Annotated[str | None, typer.Option("--gpu", help="local GPU index")] = None,
+    ssh: Annotated[
+        str | None, typer.Option("--sandbox-ssh", help="[user@]host: evaluate on that host")
+    ] = None,
+    ssh_gpu: Annotated[str | None, typer.Option("--sandbox-ssh-gpu", help="GPU index on the host")] = None,
+    ssh_init: Annotated[str | None, typer.Option("--sandbox-ssh-init", help="host setup command")] = None,
+    runtime_bind: Annotated[
+        list[str] | None, typer.Option("--sandbox-ssh-runtime-bind", "--runtime-bind", help="SRC[=DST], ro")
+    ] = None,
+) -> None:
+    """Evaluate KERNEL on OP_DIR: compile, correctness on every workload, timing, speed of light."""
+    from pydantic import ValidationError
+
+    from aka_graph.tools.evaluation import evaluate_kernel
+    from aka_graph.tools.harness.report import table
+
+    if not op_dir.is_dir():
+        typer.echo(f"aka_graph evaluate: operator directory {op_dir} not found", err=True)
+        raise typer.Exit(2)
+    if not kernel.exists():
+        typer.echo(
+            f"aka_graph evaluate: kernel {kernel} not found; pass kernel.py or its directory", err=True
+        )
+        raise typer.Exit(2)
+    if device not in ("auto", "cuda", "cpu"):
+        typer.echo(f"aka_graph evaluate: --device {device!r}: use auto, cuda or cpu", err=True)
+        raise typer.Exit(2)
+    try:
+        from aka_graph.tools.sandbox.factory import SandboxSpec, make_sandbox
+
+        spec = SandboxSpec(
+            isolation=isolation,
+            ssh_target=ssh,
+            ssh_gpu=ssh_gpu,
+            ssh_init=ssh_init,  # type: ignore[arg-type]
+            runtime_binds=runtime_bind or [],
+            gpu_index=gpu,
+        )  # type: ignore[arg-type]
+        sandbox = make_sandbox(spec)
+    except (ValidationError, ValueError) as exc:
+        typer.echo(f"aka_graph evaluate: {exc}", err=True)
+        raise typer.Exit(2) from exc
+    results_dir = results or Path(tempfile.mkdtemp(prefix="aka_evaluate_"))
+    try:
+        result = evaluate_kernel(
+            sandbox,
+            op_dir.resolve(),
+            kernel.resolve(),
+            results_dir,
+            seeds=seeds,
+            shape_ids=shape_id,
+            timeout_s=timeout,
+            device=device,
+        )
+    finally:
+        close = getattr(sandbox, "close", None)
+        if close is not None:
+            close()
+    data = result.model_dump(by_alias=True, mode="json")
+    typer.echo(table(data), err=True)
+    if as_json:
+        sys.stdout.write(json.dumps(data, indent=2) + "\n")
+    raise typer.Exit(0 if result.status == "PASS" else 1)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("evaluate", help=__doc__)(evaluate_command)
