@@ -11,7 +11,7 @@ import triton.language as tl
 
 @triton.jit
 def _vq_dot_kernel(x_ptr, cb_ptr, out_ptr, num_tokens, K: tl.constexpr, D: tl.constexpr,
-                   BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr, PRECISION: tl.constexpr):
+                   BLOCK_T: tl.constexpr, BLOCK_K: tl.constexpr):
     rows = tl.program_id(0) * BLOCK_T + tl.arange(0, BLOCK_T)
     row_ok = rows < num_tokens
     cols = tl.arange(0, D)
@@ -22,7 +22,7 @@ def _vq_dot_kernel(x_ptr, cb_ptr, out_ptr, num_tokens, K: tl.constexpr, D: tl.co
         codes = k0 + tl.arange(0, BLOCK_K)
         cb = tl.load(cb_ptr + codes[:, None] * D + cols[None, :])
         norms = tl.sum(cb * cb, axis=1)
-        dist = norms[None, :] - 2.0 * tl.dot(x, tl.trans(cb), input_precision=PRECISION)
+        dist = norms[None, :] - 2.0 * tl.dot(x, tl.trans(cb), input_precision="ieee")
         block_min = tl.min(dist, axis=1)
         block_arg = tl.argmin(dist, axis=1) + k0
         better = block_min < best
@@ -35,9 +35,9 @@ def _vq_dot_kernel(x_ptr, cb_ptr, out_ptr, num_tokens, K: tl.constexpr, D: tl.co
 def run(x: torch.Tensor, codebook: torch.Tensor, quantized: torch.Tensor) -> None:
     num_tokens, dim = x.shape
     codebook_size = codebook.shape[0]
-    if x.is_cuda:  # register-sized tiles, 3xTF32 tensor cores (fp32-accurate distances)
-        block_t, block_k, precision = 64, 128, "tf32x3"
+    if x.is_cuda:  # register-sized tiles; fp32 products: TF32 rounding would flip near-tie argmins
+        block_t, block_k = 64, 128
     else:  # the Triton interpreter: few, large programs (its cost is per program and per op)
-        block_t, block_k, precision = triton.next_power_of_2(num_tokens), codebook_size, "ieee"
+        block_t, block_k = triton.next_power_of_2(num_tokens), codebook_size
     grid = (triton.cdiv(num_tokens, block_t),)
-    _vq_dot_kernel[grid](x, codebook, quantized, num_tokens, codebook_size, dim, block_t, block_k, precision)
+    _vq_dot_kernel[grid](x, codebook, quantized, num_tokens, codebook_size, dim, block_t, block_k)
