@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from aka_graph.cli_agents.base import AgentRun, Effort
 from aka_graph.cli_agents.cli_backend import CliBackend
 from aka_graph.cli_agents.codex_stream import CodexCumulative, CodexStreamParser
-from aka_graph.cli_agents.home import HomeLayout
+from aka_graph.cli_agents.home import HomeLayout, prepare_home
 from aka_graph.cli_agents.stream_base import StreamParser
 
 OFFLINE_CONFIG: dict[str, Any] = {
@@ -105,6 +105,15 @@ class CodexBackend(CliBackend):
         if run.resume_session:
             return [str(exe), "exec", "resume", *common, "--", run.resume_session, prompt], run.resume_session
         return [str(exe), "exec", "--color", "never", *common, "--", prompt], None
+
+    def home(self) -> Path:
+        user_codex_home = os.environ.get("CODEX_HOME")  # the user's own, when not ~/.codex
+        if user_codex_home:
+            auth = str(Path(user_codex_home).expanduser() / "auth.json")
+            config = str(Path(user_codex_home).expanduser() / "config.toml")
+            layout = HomeLayout(links=((auth, "auth.json"),), copies=((config, "config.toml"),))
+            return prepare_home(self.name, self.settings, layout)
+        return super().home()
 
     def cli_env(self, home: Path) -> dict[str, str]:
         return {"CODEX_HOME": str(home)}

@@ -111,6 +111,12 @@ def test_the_token_observer_sees_the_total_over_all_invocations(tmp_path: Path) 
     assert seen == [110, 220, 330]
 
 
+def test_a_total_timeout_gives_later_invocations_only_what_is_left(tmp_path: Path) -> None:
+    backend = ScriptedBackend(["a", "done"])
+    run_with_handoff(backend, _run(tmp_path), lambda r: needs_done(r, tmp_path), total_timeout_s=5)
+    assert backend.runs[0].timeout_s == 10 and backend.runs[1].timeout_s <= 5
+
+
 def test_negative_max_resumes_is_rejected(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="max_resumes"):
         run_with_handoff(ScriptedBackend(["done"]), _run(tmp_path), lambda r: None, max_resumes=-1)

@@ -102,6 +102,29 @@ def test_a_backend_refuses_to_start_a_cli_with_a_key_in_argv(
     assert not (tmp_path / "started").exists()
 
 
+def test_a_prompt_too_long_for_argv_is_passed_through_a_file(tmp_path: Path) -> None:
+    from aka_graph.cli_agents.process import TranscriptPaths
+
+    transcript = TranscriptPaths.allocate(tmp_path, "claude", "implementer")
+    long_prompt = "optimize " * 20_000
+    backend = ClaudeBackend(SessionSettings())
+    arg = backend._prompt_argument(long_prompt, transcript)
+    path = Path(arg.split("in the file ")[1].split(". Read")[0])
+    assert len(arg) < 1000 and path.read_text() == long_prompt
+    assert backend._prompt_argument("short", transcript) == "short"
+
+
+def test_codex_links_the_login_of_the_users_own_codex_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    mine = tmp_path / "my-codex"
+    mine.mkdir()
+    (mine / "auth.json").write_text("{}")
+    monkeypatch.setenv("CODEX_HOME", str(mine))
+    home = CodexBackend(SessionSettings(home=str(tmp_path / "priv"))).home()
+    assert (home / "auth.json").resolve() == mine / "auth.json"
+
+
 def test_toml_values_for_codex_overrides() -> None:
     assert toml_value(False) == "false"
     assert toml_value('a"b') == '"a\\"b"'
