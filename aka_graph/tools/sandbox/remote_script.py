@@ -35,6 +35,21 @@ def host_facts_script(nvidia_smi: str, bind_sources: Sequence[str]) -> str:
     return "\n".join(lines) + "\ntrue\n"
 
 
+# One long-lived shell per connection runs every job: sshd starts the login shell (and its rc files,
+# often a quarter of a second or more) once per connection instead of once per job. It reads job roots on
+# stdin, runs `root/job.sh` in the background with output to `root/stdout` and `root/stderr`, and prints
+# `done ROOT`. When the connection goes (stdin closes), it stops the jobs still running.
+EXECUTOR_SCRIPT = """roots=
+while IFS= read -r root; do
+  roots="$roots $root"
+  ( sh "$root/job.sh" >"$root/stdout" 2>"$root/stderr" </dev/null
+    rm -f "$root/timeout.pid"; echo "done $root" ) &
+done
+for r in $roots; do [ -f "$r/timeout.pid" ] && kill -TERM "$(cat "$r/timeout.pid")" 2>/dev/null; done
+exit 0
+"""
+
+
 def parse_facts(output: str) -> dict[str, list[str]]:
     facts: dict[str, list[str]] = {}
     for line in output.splitlines():
@@ -69,8 +84,9 @@ class JobScript:
             ]
         command = " ".join(q(a) for a in self.sandbox_argv)
         parts += [
-            f"timeout -k {self.kill_grace_s:g} {self.timeout_s:g} {command} 0>{root}/started 9>&-",
-            "rc=$?",
+            f"timeout -k {self.kill_grace_s:g} {self.timeout_s:g} {command} 0>{root}/started 9>&- &",
+            f"tpid=$!; echo $tpid > {root}/timeout.pid",  # the executor stops it if the connection dies
+            "wait $tpid; rc=$?",
             f"started=$(cat {root}/started 2>/dev/null)",
             "finish",
         ]

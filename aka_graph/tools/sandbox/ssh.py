@@ -133,8 +133,12 @@ class SshSandbox:
         """Connect and check the host now (raises `RuntimeBindError`/`GpuSelectionError` on bad config)."""
         self._runner.call(self.host.connection())
 
-    def close(self) -> None:
+    def disconnect(self) -> None:
+        """Drop the connection: jobs in flight end as environment failures and the host stops them."""
         self._runner.call(self._close())
+
+    def close(self) -> None:
+        self.disconnect()
         self._runner.close()
 
     async def _close(self) -> None:
@@ -256,30 +260,24 @@ class SshSandbox:
             lock_wait_s=self.gpu_lock_wait_s,
         )
         limit = job.timeout_s + self.kill_grace_s + 60 + (self.gpu_lock_wait_s if job.exclusive_gpu else 0)
+        sftp = self.host.sftp
+        assert sftp is not None
         begun = time.monotonic()
         try:
-            result = await conn.run(
-                f"sh -c {shlex.quote(script.render())}",
-                check=False,
-                timeout=limit,
-                encoding="utf-8",
-                errors="replace",
-            )
+            async with sftp.open(f"{root}/job.sh", "w") as handle:
+                await handle.write(script.render())
+            await self.host.run_job(root, limit)
+            elapsed = time.monotonic() - begun
+            stdout = await self._read_text(sftp, f"{root}/stdout")
+            raw_stderr = await self._read_text(sftp, f"{root}/stderr")
         except TRANSPORT_ERRORS as exc:
             self.host.drop()
             raise _Failed(
                 "transport", f"connection to {self.target} lost during the job: {type(exc).__name__}: {exc}"
             ) from exc
-        elapsed = time.monotonic() - begun
-        stderr, rc, was_started, error = split_status(str(result.stderr or ""))
-        stdout = str(result.stdout or "")
+        stderr, rc, was_started, error = split_status(raw_stderr)
         if rc is None:
-            self.host.drop()
-            raise _Failed(
-                "transport",
-                f"the job on {self.target} ended without its status line "
-                f"(exit status {result.exit_status}, signal {result.exit_signal}): {stderr[-1500:]}",
-            )
+            raise _Failed("run", f"the job on {self.target} ended without its status line: {stderr[-1500:]}")
         if error:
             raise _Failed("run", f"sandbox wrapper on {self.target} failed: {error}")
         timed_out = rc in (124, 137) and elapsed >= job.timeout_s
@@ -290,6 +288,12 @@ class SshSandbox:
                 f"{stderr.strip()[-2000:]}",
             )
         return rc, timed_out, stdout, stderr
+
+    @staticmethod
+    async def _read_text(sftp: asyncssh.SFTPClient, path: str) -> str:
+        async with sftp.open(path, "rb") as handle:
+            data = await handle.read()
+        return bytes(data).decode("utf-8", errors="replace")
 
     async def _download(
         self, sftp: asyncssh.SFTPClient, work: str, paths: list[str], results_dir: Path

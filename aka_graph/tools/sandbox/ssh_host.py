@@ -15,9 +15,9 @@ import asyncssh
 
 from aka_graph.tools.sandbox.binds import RuntimeBind, RuntimeBindError, check_runtime_bind
 from aka_graph.tools.sandbox.gpu import gpu_device_nodes, select_gpu
-from aka_graph.tools.sandbox.remote_script import host_facts_script, parse_facts
+from aka_graph.tools.sandbox.remote_script import EXECUTOR_SCRIPT, host_facts_script, parse_facts
 
-TRANSPORT_ERRORS = (asyncssh.Error, OSError, asyncio.TimeoutError, EOFError)
+TRANSPORT_ERRORS = (asyncssh.Error, OSError, asyncio.TimeoutError, EOFError, ConnectionError)
 
 
 class PreflightFailure(Exception):
@@ -76,6 +76,9 @@ class SshHost:
     sftp: asyncssh.SFTPClient | None = None
     facts: HostFacts | None = None
     prepared: bool = False
+    executor: asyncssh.SSHClientProcess | None = None  # type: ignore[type-arg]
+    _waiters: dict[str, asyncio.Future[None]] = field(default_factory=dict)
+    _reader: asyncio.Task[None] | None = None
     _lock: asyncio.Lock | None = None
 
     async def connection(self) -> tuple[asyncssh.SSHClientConnection, asyncssh.SFTPClient]:
@@ -109,6 +112,7 @@ class SshHost:
                     conn.abort()
                     raise
                 self.conn, self.sftp = conn, sftp
+                await self._start_executor(conn)
                 self.prepared = False  # a new connection may be a rebooted host: init and preflight again
             assert self.sftp is not None
             if not self.prepared:
@@ -120,6 +124,42 @@ class SshHost:
         if self.conn is not None:
             self.conn.abort()
         self.conn = self.sftp = None
+        self.executor = None
+        self._fail_waiters(ConnectionError(f"connection to {self.target} closed"))
+
+    async def _start_executor(self, conn: asyncssh.SSHClientConnection) -> None:
+        self.executor = await conn.create_process(f"sh -c {shlex.quote(EXECUTOR_SCRIPT)}")
+        self._reader = asyncio.get_running_loop().create_task(self._read_executor(self.executor))
+
+    async def _read_executor(self, process: asyncssh.SSHClientProcess) -> None:  # type: ignore[type-arg]
+        try:
+            async for line in process.stdout:
+                _, _, root = str(line).strip().partition(" ")
+                waiter = self._waiters.pop(root, None)
+                if waiter is not None and not waiter.done():
+                    waiter.set_result(None)
+        except TRANSPORT_ERRORS:
+            pass
+        if self.executor is process:
+            self._fail_waiters(ConnectionError(f"the job runner on {self.target} stopped"))
+
+    def _fail_waiters(self, exc: Exception) -> None:
+        waiters, self._waiters = self._waiters, {}
+        for waiter in waiters.values():
+            if not waiter.done():
+                waiter.set_exception(exc)
+
+    async def run_job(self, root: str, limit_s: float) -> None:
+        """Have the executor run `root/job.sh`; return when it is done (raises on transport failure)."""
+        if self.executor is None or self.executor.stdin.is_closing():
+            raise ConnectionError(f"no job runner on {self.target}")
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters[root] = waiter
+        self.executor.stdin.write(root + "\n")
+        try:
+            await asyncio.wait_for(waiter, limit_s)
+        finally:
+            self._waiters.pop(root, None)
 
     async def _read_facts(self, conn: asyncssh.SSHClientConnection) -> HostFacts:
         script = host_facts_script(self.nvidia_smi, [b.source for b in self.runtime_binds])

@@ -140,12 +140,8 @@ class Sshd:
         self.kill_hard()
 
 
-@pytest.fixture(scope="session")
-def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+def start_sshd(home: Path) -> Sshd:
     """Start `/usr/sbin/sshd -D` on a free 127.0.0.1 port (root login by key only, temp host key)."""
-    if not Path("/usr/sbin/sshd").exists():
-        pytest.fail("openssh-server is not installed: apt-get install openssh-server (as .ci/run does)")
-    home = tmp_path_factory.mktemp("sshd")
     Path("/run/sshd").mkdir(mode=0o755, exist_ok=True)
     host_key, client_key = home / "host_ed25519", home / "client_ed25519"
     for key in (host_key, client_key):
@@ -171,5 +167,14 @@ def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
     )
     server = Sshd(port, config, client_key, known_hosts, ssh_config, home)
     server.start()
+    return server
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sshd]:
+    """A real sshd on 127.0.0.1 for the whole session (tests may kill and restart it on the same port)."""
+    if not Path("/usr/sbin/sshd").exists():
+        pytest.fail("openssh-server is not installed: apt-get install openssh-server (as .ci/run does)")
+    server = start_sshd(tmp_path_factory.mktemp("sshd"))
     yield server
     server.stop()

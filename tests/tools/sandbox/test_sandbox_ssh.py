@@ -215,6 +215,30 @@ def test_sshd_killed_mid_job_is_exit_75_and_the_remote_dir_is_cleaned_when_it_re
     assert json.loads(queue.read_text()) == []
 
 
+def test_a_dropped_connection_stops_the_remote_job(
+    sshd: Sshd, fake_nvidia_smi: Path, cpu_probe: list[str], tmp_path: Path
+) -> None:
+    marker = f"{uuid.uuid4().int % 10**6 + 10**6}.375"
+    sandbox = make(sshd, fake_nvidia_smi, tmp_path / "q.json", health_command=cpu_probe)
+    outcome: dict[str, object] = {}
+    script = f"trap '' TERM; sleep {marker}"
+    job = SandboxJob(argv=["sh", "-c", script], timeout_s=120)
+    runner = threading.Thread(target=lambda: outcome.update(r=sandbox.run(job, tmp_path)))
+    runner.start()
+    deadline = time.monotonic() + 20
+    while not live_pids_with_marker(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert live_pids_with_marker(marker)
+    sandbox.disconnect()
+    runner.join(timeout=30)
+    assert outcome["r"].environment_failure.stage == "transport"  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 10
+    while live_pids_with_marker(marker) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert live_pids_with_marker(marker) == []
+    sandbox.close()
+
+
 def test_gpu_lock_serialises_exclusive_jobs_on_the_host(remote: SshSandbox, tmp_path: Path) -> None:
     spans: list[tuple[float, float]] = []
     script = "date +%s.%N > t0; sleep 0.5; date +%s.%N > t1"
