@@ -117,15 +117,23 @@ class HarnessEvaluator:
 
 @dataclass
 class CampaignContext:
-    """Runtime dependencies of one campaign (never checkpointed)."""
+    """Runtime dependencies of one campaign (never checkpointed).
 
-    sandbox: Sandbox
-    agent: AgentBackend
-    reviewers: Mapping[str, AgentBackend] = field(default_factory=dict)
-    evaluator: Evaluator = field(default_factory=HarnessEvaluator)
+    Every field is optional so a server (`langgraph dev`) can build an empty one; `context_for` fills the
+    missing dependencies from the campaign settings.
+    """
+
+    sandbox: Any = None
+    agent: Any = None
+    reviewers: Mapping[str, Any] = field(default_factory=dict)
+    evaluator: Any = None
     sleep: Callable[[float], None] = time.sleep
     on_event: Callable[[dict[str, Any]], None] | None = None
     skills_dir: Path | None = None
+
+    @property
+    def complete(self) -> bool:
+        return self.sandbox is not None and self.agent is not None and self.evaluator is not None
 
     def reviewer(self, name: str) -> AgentBackend:
         if name not in self.reviewers:
@@ -165,6 +173,7 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
         sandbox=make_sandbox(spec),
         agent=make_backend(config.agent_cli, replay_script=replay),
         reviewers={name: make_backend(name, replay_script=replay) for name in config.reviewers},
+        evaluator=HarnessEvaluator(),
         skills_dir=default_skills_dir(),
     )
 
@@ -174,11 +183,22 @@ _DEFAULTS_LOCK = threading.Lock()
 
 
 def context_for(context: CampaignContext | None, config: CampaignConfig) -> CampaignContext:
-    """The injected context, or the (cached) default one for these settings."""
-    if context is not None:
+    """The injected context, or the (cached) default one for these settings (also when one is partial)."""
+    if context is not None and context.complete:
         return context
     key = config.model_dump_json()
     with _DEFAULTS_LOCK:
         if key not in _DEFAULTS:
             _DEFAULTS[key] = build_default_context(config)
-        return _DEFAULTS[key]
+        default = _DEFAULTS[key]
+    if context is None:
+        return default
+    return CampaignContext(
+        sandbox=context.sandbox or default.sandbox,
+        agent=context.agent or default.agent,
+        reviewers={**default.reviewers, **context.reviewers},
+        evaluator=context.evaluator or default.evaluator,
+        sleep=context.sleep,
+        on_event=context.on_event or default.on_event,
+        skills_dir=context.skills_dir or default.skills_dir,
+    )

@@ -51,7 +51,7 @@ SERDE_TYPES = [
 
 
 class CampaignStopped(BaseException):
-    """Raised in the runner when `python -m aka_graph stop` signals it (not an Exception: nodes don't catch it)."""
+    """Raised in the runner on `stop` (a BaseException, so nodes catching Exception do not swallow it)."""
 
 
 class CampaignConflict(RuntimeError):

@@ -19,7 +19,7 @@ from aka_graph.state import CampaignConfig
 from aka_graph.tools.ledger import Ledger
 from aka_graph.tools.memory import read_version_records
 
-STANDARD = dict(max_iters=3, fast_episodes=1, fast_trials=3, reviewers=["r1", "r2"])
+STANDARD = dict(platform="cpu", max_iters=3, fast_episodes=1, fast_trials=3, reviewers=["r1", "r2"])
 
 
 def campaign(tmp_path: Path, context: Any = None, **settings: Any) -> tuple[RunOutcome, Any]:
@@ -36,7 +36,7 @@ def git(root: str, *args: str) -> str:
 
 
 def test_standard_campaign_records_v0_failure_rejection_and_promotions(tmp_path: Path) -> None:
-    outcome, ctx = campaign(tmp_path)
+    outcome, _ctx = campaign(tmp_path)
     values = outcome.values
     root = values["workspace_root"]
     records = read_version_records(Path(root))
@@ -63,7 +63,7 @@ def test_standard_campaign_records_v0_failure_rejection_and_promotions(tmp_path:
 
 
 def test_every_agent_session_counts_against_the_token_budget(tmp_path: Path) -> None:
-    outcome, ctx = campaign(tmp_path)
+    outcome, _ctx = campaign(tmp_path)
     values = outcome.values
     # episode 1: 3 implementer turns; episodes 2 and 3: planner + 2 reviewers + implementer each
     assert values["agent_sessions"] == 3 + 4 + 4
@@ -81,7 +81,7 @@ def test_token_budget_stops_the_campaign_after_the_episode_that_spent_it(tmp_pat
 
 
 def test_token_budget_cuts_fast_trials_short_and_verifies_what_exists(tmp_path: Path) -> None:
-    outcome, ctx = campaign(tmp_path, token_budget=2 * 1200, max_iters=10)
+    outcome, _ctx = campaign(tmp_path, token_budget=2 * 1200, max_iters=10)
     records = read_version_records(Path(outcome.values["workspace_root"]))
     assert len(records[1].experiments) == 2 and records[1].decision == "promoted"
     assert outcome.values["stop_reason"] == "token-budget"
@@ -105,6 +105,7 @@ def test_a_trial_that_edits_protected_files_is_rejected_unevaluated(tmp_path: Pa
     config = CampaignConfig(
         op_dir=str(op),
         agent_cli="fake",
+        platform="cpu",
         workspace=str(tmp_path / "ws"),
         max_iters=1,
         fast_episodes=1,

@@ -4,6 +4,7 @@ sessions), and signals the runner, which records the stop; `run`/`resume` contin
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -48,10 +49,8 @@ def terminate_children(pid: int, sig: int) -> int:
     groups.discard(own)
     groups.discard(os.getpgid(0))
     for group in groups:
-        try:
+        with contextlib.suppress(OSError):
             os.killpg(group, sig)
-        except OSError:
-            pass
     return len(groups)
 
 

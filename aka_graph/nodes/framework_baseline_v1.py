@@ -40,13 +40,18 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     version = state.next_version
     work = ws.results_dir / "v1"
     kernel_dir, marker = work / "kernel", work / "agent_done.json"
-    if version_path(ws.root, version).is_file():
+    # tokens of a finished agent turn are in the state only if this node already returned (blocked) once
+    counted = state.blocked is not None and state.blocked.node == "framework_baseline_v1"
+    if version_path(ws.root, version).is_file():  # crashed after recording: read back, count the turn once
         record = next(r for r in read_version_records(ws.root) if r.version == version)
-        pinned = record.decision == "pinned"
+        done = json.loads(marker.read_text()) if marker.is_file() and not counted else {}
+        incumbent = state.incumbent
+        if record.decision == "pinned":
+            incumbent = incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
         return {
-            "incumbent": incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
-            if pinned
-            else state.incumbent,
+            "tokens_spent": done.get("tokens", 0),
+            "agent_sessions": done.get("sessions", 0),
+            "incumbent": incumbent,
             "next_version": version + 1,
             "blocked": None,
         }
@@ -86,7 +91,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
         )
         freeze_kernel(worktree, kernel_dir)
         marker.write_text(json.dumps({"tokens": tokens, "sessions": sessions, "forbidden": forbidden}))
-    elif state.blocked is None:  # crash after the agent turn: its tokens were never added to the state
+    elif not counted:  # crash after the agent turn: its tokens were never added to the state
         done = json.loads(marker.read_text())
         tokens, sessions, forbidden = done["tokens"], done["sessions"], done["forbidden"]
     else:
