@@ -129,7 +129,7 @@ def test_hang_is_killed_by_the_timeout_with_no_process_left(
 ) -> None:
     require_cli(cli)
     backend = make_cli_backend(cli, fake_server, tmp_path / "home")
-    run, run_id = agent_run(workspace, "hang", timeout_s=4)
+    run, run_id = agent_run(workspace, "hang", timeout_s=6)
 
     result = backend.run(run)
 
