@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -30,6 +31,7 @@ NATIVE_CANDIDATE = REPO_ROOT / "benchmarks" / "candidates" / "native_rms_norm_tr
 
 # rmsnorm workloads small enough for the interpreter: batch 7 (not a multiple of 8) and batch 16.
 RMSNORM_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6", "a497c980-9e07-44cc-80c6-fc647ab29e84"]
+CHEAT_SHAPES = RMSNORM_SHAPES[:1]
 REJECTED = {"REWARD_HACK", "INCORRECT"}
 
 # Cheats whose trick exists only on a CUDA device; on CPU they compute honestly.
@@ -42,16 +44,20 @@ HONEST = [
     ("rmsnorm_triton", "rmsnorm", RMSNORM_SHAPES),
     ("rmsnorm_torch", "rmsnorm", RMSNORM_SHAPES),
     ("rmsnorm_torch_returning", "rmsnorm", RMSNORM_SHAPES),
-    ("nemotron_rms_norm_torch", "nemotron_rms_norm", None),
+    ("nemotron_rms_norm_torch", "nemotron_rms_norm", ["06179a8b-b919-5fe7-bd31-97a42e4f2da2"]),
     ("flux_rope_torch", "flux_rope", None),
     ("custom_inputs_matmul_torch", "custom_inputs_matmul", None),
-    ("gemma3_swiglu_torch", "gemma3_swiglu", ["c8b68cb3-33f7-5136-aa70-2fbbcca2fbd5"]),
 ]
+# Honest but too slow for the CI budget on 2 cores (a 19 GFLOP matmul per call): GPU benchmark only.
+GPU_HONEST = {"gemma3_swiglu_torch"}
 
 
 def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
-                seeds: int = 3, timeout_s: float = 240) -> dict[str, Any]:
-    """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json."""
+                seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0) -> dict[str, Any]:
+    """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
+
+    With `settle_s`, the file is read again that long after the harness exited and must not have
+    changed: whatever the candidate started must not outlive the evaluation and rewrite its verdict."""
     job = tmp_path / "job"
     shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(op_dir, job / "op")
@@ -67,7 +73,14 @@ def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[
     out = job / "result.json"
     assert out.is_file(), (f"harness wrote no result.json (exit {proc.returncode})\n"
                            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
-    data = json.loads(out.read_text())
+    written = out.read_text()
+    if settle_s:
+        time.sleep(settle_s)
+        later = out.read_text()
+        assert later == written, (f"result.json was rewritten after the harness exited (status "
+                                  f"{json.loads(written)['status']} -> {json.loads(later)['status']}): "
+                                  "a process the candidate started outlived the evaluation")
+    data = json.loads(written)
     EvaluationResult.model_validate(data)
     data["_stderr"] = proc.stderr[-3000:]
     return data
@@ -82,7 +95,8 @@ def describe(result: dict[str, Any]) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("candidate", CPU_CHEATS)
 def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
-    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, RMSNORM_SHAPES)
+    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES,
+                         settle_s=0.5)
     assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
 
 
@@ -105,7 +119,7 @@ def test_native_triton_model_passes_on_a_subset_of_its_shapes(tmp_path: Path) ->
 
 def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
     names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
-    assert names == set(CPU_CHEATS) | GPU_ONLY | {h[0] for h in HONEST}
+    assert names == set(CPU_CHEATS) | GPU_ONLY | GPU_HONEST | {h[0] for h in HONEST}
     for sol in CANDIDATES.glob("*/solution.json"):
         spec = json.loads(sol.read_text())
         assert spec["spec"]["destination_passing_style"] is False

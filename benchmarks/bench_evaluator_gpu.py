@@ -1,0 +1,330 @@
+"""GPU benchmark of the evaluator harness (issue 2, "What must be shown"), one device call, stdlib+torch.
+
+Sections (run all by default; `--sections abe` picks some):
+  a  whole `python -m harness evaluate` wall time, rmsnorm fixture, Triton candidate, --seeds 3
+  c  the same evaluation in 5 fresh processes: per-workload CV of the reported latency (a reuses these)
+  b  per-workload latency vs an independent measurement written here (own CUDA-graph replay over
+     rotated input copies > 4x L2; and triton.testing.do_bench median with its L2 flush)
+  d  native rms_norm operator (>= 50 shapes) with the Triton Model: whole evaluation wall time
+  e  every adversarial candidate through the harness: all must be rejected
+Each evaluation runs like a sandbox job: the harness copied as package `harness` into a fresh job
+directory with the operator and kernel, HOME and TMPDIR inside it. Prints tables; raw JSON -> $OUT.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import importlib.util
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+HARNESS = REPO / "aka_graph" / "tools" / "harness"
+CANDIDATES = REPO / "tests" / "tools" / "harness" / "candidates"
+NATIVE_OP = REPO / "benchmarks" / "operators" / "native_rms_norm"
+NATIVE_CANDIDATE = REPO / "benchmarks" / "candidates" / "native_rms_norm_triton"
+# Adversarial runs: a launch-bound, a middle and the largest workload (SOL bound bites on the big one).
+ADV_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6", "b010c7f2-801d-41c0-b5d0-be619ecb4090",
+              "f0f508c3-e880-4ec8-b8be-1062db313d36"]
+CPU_ADV_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6"]
+
+
+def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
+             shape_ids: list[str] | None = None, timeout_s: float = 300) -> dict[str, Any]:
+    """One harness evaluation in a fresh job dir; returns result.json plus wall time and exit code."""
+    with tempfile.TemporaryDirectory(prefix="aka_bench_job_") as tmp:
+        job = Path(tmp)
+        shutil.copytree(HARNESS, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+        shutil.copytree(op_dir, job / "op")
+        shutil.copytree(kernel_dir, job / "kernel", ignore=shutil.ignore_patterns("__pycache__"))
+        (job / "tmp").mkdir()
+        argv = [sys.executable, "-m", "harness", "evaluate", "--op-dir", "op", "--kernel-dir", "kernel",
+                "--out", "result.json", "--seeds", str(seeds), "--device", device]
+        for sid in shape_ids or []:
+            argv += ["--shape-id", sid]
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
+               "PYTHONPATH": "."}
+        if device == "cpu":
+            env["TRITON_INTERPRET"] = "1"
+        t0 = time.perf_counter()
+        try:
+            proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
+            rc, stderr = proc.returncode, proc.stderr
+        except subprocess.TimeoutExpired as exc:
+            rc, stderr = 124, str(exc.stderr or "")
+        wall = time.perf_counter() - t0
+        out = job / "result.json"
+        try:
+            result = json.loads(out.read_text())
+        except (OSError, ValueError) as exc:
+            result = {"status": "NO_RESULT", "message": f"{type(exc).__name__}: {exc}", "workloads": []}
+        result["_wall_s"], result["_rc"], result["_stderr_tail"] = wall, rc, stderr[-1500:]
+        return result
+
+
+def device_info() -> dict[str, Any]:
+    import torch
+
+    info: dict[str, Any] = {"python": platform.python_version(), "torch": torch.__version__}
+    try:
+        import triton
+
+        info["triton"] = triton.__version__
+    except ImportError:
+        info["triton"] = None
+    if torch.cuda.is_available():
+        info["gpu"] = torch.cuda.get_device_name(0)
+        try:
+            q = "name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu"
+            info["nvidia_smi"] = subprocess.run(
+                ["nvidia-smi", f"--query-gpu={q}", "--format=csv,noheader"], capture_output=True,
+                text=True, timeout=20).stdout.strip()
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            info["nvidia_smi"] = f"unavailable: {exc}"
+    return info
+
+
+def copy_bandwidth_tbs() -> float:
+    """Device-to-device copy rate (read + write bytes) of a 1 GiB buffer: the memory ceiling measured here."""
+    import torch
+
+    src = torch.empty(1 << 30, dtype=torch.uint8, device="cuda")
+    dst = torch.empty_like(src)
+    for _ in range(3):
+        dst.copy_(src)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(10):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src)
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b) / 1e3)
+    return 2 * src.numel() / statistics.median(times) / 1e12
+
+
+def load_kernel(path: Path) -> Any:
+    spec = importlib.util.spec_from_file_location("bench_candidate_kernel", path)
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def independent_latency(run: Any, batch: int, hidden: int = 4096) -> dict[str, float]:
+    """Our own measurement: CUDA graph of many calls rotating over input/output copies (> 4x L2 in all,
+    so each call reads from HBM), replayed and timed with events; plus do_bench's median."""
+    import torch
+    import triton.testing
+
+    bytes_per_call = 2 * batch * hidden * 2 + hidden * 2
+    copies = max(2, min(512, math.ceil((256 << 20) / bytes_per_call)))
+    calls = max(copies, 100) if bytes_per_call > (32 << 20) else max(copies, 400)
+    gen = torch.Generator(device="cuda").manual_seed(batch)
+    sets = [(torch.randn(batch, hidden, device="cuda", generator=gen).to(torch.bfloat16),
+             torch.randn(hidden, device="cuda", generator=gen).to(torch.bfloat16),
+             torch.empty(batch, hidden, device="cuda", dtype=torch.bfloat16)) for _ in range(copies)]
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        for s in sets[:3]:
+            run(*s)
+    torch.cuda.current_stream().wait_stream(stream)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            run(*sets[i % copies])
+    graph.replay()
+    torch.cuda.synchronize()
+    samples = []
+    for _ in range(15):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        graph.replay()
+        b.record()
+        b.synchronize()
+        samples.append(a.elapsed_time(b) * 1000 / calls)
+    x, w, o = sets[0]
+    bench = triton.testing.do_bench(lambda: run(x, w, o), warmup=25, rep=100, return_mode="median")
+    del graph, sets
+    return {"graph_rotated_us": statistics.median(samples), "do_bench_us": bench * 1000,
+            "bytes": bytes_per_call}
+
+
+def workloads(op_dir: Path) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in (op_dir / "workload.jsonl").read_text().splitlines() if line.strip()]
+
+
+def cv_pct(values: list[float]) -> float:
+    return statistics.stdev(values) / statistics.mean(values) * 100 if len(values) > 1 else 0.0
+
+
+def wl_latencies(result: dict[str, Any]) -> dict[str, float | None]:
+    return {w["id"]: w.get("latency_us") for w in result.get("workloads", [])}
+
+
+def section_ac(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    op, kernel = args.fixtures / "rmsnorm", CANDIDATES / "rmsnorm_triton"
+    shape_ids = CPU_ADV_SHAPES if args.device == "cpu" else None
+    runs = [evaluate(op, kernel, args.device, seeds=3, shape_ids=shape_ids) for _ in range(args.processes)]
+    raw["ac_runs"] = runs
+    print("\n## (a) whole evaluation, rmsnorm fixture, Triton candidate, --seeds 3 (goal <= 6 s)")
+    print("| process | status | workloads | timing | wall s |\n| --- | --- | --- | --- | --- |")
+    for i, r in enumerate(runs):
+        print(f"| {i + 1} | {r['status']} | {len(r.get('workloads', []))} | {r.get('timing_method')} "
+              f"| {r['_wall_s']:.2f} |")
+        if r["status"] != "PASS":
+            print(f"    message: {r.get('message', '')[:300]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
+    walls = [r["_wall_s"] for r in runs]
+    print(f"wall: first (cold Triton cache) {walls[0]:.2f} s, median {statistics.median(walls):.2f} s, "
+          f"max {max(walls):.2f} s")
+    print(f"\n## (c) run-to-run spread over {len(runs)} fresh processes "
+          "(goal CV <= 1% >= 10 us, <= 3% below)")
+    print("| workload | batch | median us | min | max | CV % | goal met |\n"
+          "| --- | --- | --- | --- | --- | --- | --- |")
+    batch = {w["uuid"]: w["axes"]["batch_size"] for w in workloads(op)}
+    per = [wl_latencies(r) for r in runs]
+    for wid in sorted(per[0], key=lambda k: batch.get(k, 0)):
+        vals = [p[wid] for p in per if p.get(wid)]
+        if len(vals) < 2:
+            print(f"| {wid[:8]} | {batch.get(wid)} | - | - | - | - | no data |")
+            continue
+        med, cv = statistics.median(vals), cv_pct(vals)
+        goal = 1.0 if med >= 10 else 3.0
+        print(f"| {wid[:8]} | {batch.get(wid)} | {med:.2f} | {min(vals):.2f} | {max(vals):.2f} | {cv:.2f} "
+              f"| {'yes' if cv <= goal else 'NO'} |")
+
+
+def section_b(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    import torch
+
+    if not torch.cuda.is_available():
+        print("\n## (b) skipped: needs CUDA")
+        return
+    op = args.fixtures / "rmsnorm"
+    runs = raw.get("ac_runs") or [evaluate(op, CANDIDATES / "rmsnorm_triton", "cuda")]
+    per = [wl_latencies(r) for r in runs]
+    run = load_kernel(CANDIDATES / "rmsnorm_triton" / "kernel.py").run
+    bw = copy_bandwidth_tbs()
+    raw["copy_bandwidth_tbs"] = bw
+    rows = []
+    print(f"\n## (b) harness latency vs independent measurement (goal within +-3% for >= 10 us); "
+          f"copy rate measured {bw:.2f} TB/s")
+    print("| batch | harness us (median of runs) | own graph+rotation us | diff % | do_bench us | "
+          "achieved TB/s | util vs copy % | harness util % | goal met |")
+    print("| --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+    util = {w["id"]: w.get("utilization_pct") for w in runs[0].get("workloads", [])}
+    for w in sorted(workloads(op), key=lambda w: w["axes"]["batch_size"]):
+        wid, b = w["uuid"], w["axes"]["batch_size"]
+        ind = independent_latency(run, b)
+        vals = [p[wid] for p in per if p.get(wid)]
+        h = statistics.median(vals) if vals else float("nan")
+        diff = (h - ind["graph_rotated_us"]) / ind["graph_rotated_us"] * 100
+        tbs = ind["bytes"] / (ind["graph_rotated_us"] * 1e-6) / 1e12
+        ok = "n/a (<10 us)" if ind["graph_rotated_us"] < 10 else ("yes" if abs(diff) <= 3 else "NO")
+        rows.append({"id": wid, "batch": b, "harness_us": h, **ind, "diff_pct": diff,
+                     "harness_util_pct": util.get(wid)})
+        hu = util.get(wid)
+        print(f"| {b} | {h:.2f} | {ind['graph_rotated_us']:.2f} | {diff:+.2f} | {ind['do_bench_us']:.2f} | "
+              f"{tbs:.2f} | {tbs / bw * 100:.1f} | {'-' if hu is None else f'{hu:.1f}'} | {ok} |")
+    raw["b_rows"] = rows
+
+
+def section_d(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    shapes = json.loads((NATIVE_OP / "shapes.json").read_text())
+    ids = ["t5_h512_bf16", "t64_h4096_fp16"] if args.device == "cpu" else None
+    r = evaluate(NATIVE_OP, NATIVE_CANDIDATE, args.device, seeds=3, shape_ids=ids, timeout_s=400)
+    raw["d_native"] = r
+    passed = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
+    print(f"\n## (d) native rms_norm, {len(r.get('workloads', []))} of {len(shapes)} shapes, Triton Model, "
+          f"--seeds 3 (goal <= 30 s for >= 50 shapes)")
+    print(f"status {r['status']}, {passed} workloads PASS, wall {r['_wall_s']:.2f} s, timing "
+          f"{r.get('timing_method')}")
+    if r["status"] != "PASS":
+        print(f"    message: {r.get('message', '')[:400]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
+    lat = [w["latency_us"] for w in r.get("workloads", []) if w.get("latency_us")]
+    if lat:
+        print(f"latency range {min(lat):.2f}-{max(lat):.2f} us, geomean "
+              f"{math.exp(sum(map(math.log, lat)) / len(lat)):.2f} us")
+
+
+def _caught_by(r: dict[str, Any]) -> str:
+    msgs = [r.get("message", "")] + [w.get("message", "") for w in r.get("workloads", [])]
+    text = " | ".join(m for m in msgs if m)
+    return text.replace("\n", " ")[:220]
+
+
+def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    op = args.fixtures / "rmsnorm"
+    names = [*sorted(p.name for p in CANDIDATES.glob("adv_*")), "rmsnorm_torch", "rmsnorm_triton"]
+    shape_ids = CPU_ADV_SHAPES if args.device == "cpu" else ADV_SHAPES
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        futures = {n: pool.submit(evaluate, op, CANDIDATES / n, args.device, 3, shape_ids, 240)
+                   for n in names}
+        results = {n: f.result() for n, f in futures.items()}
+    raw["e_adversarial"] = results
+    print(f"\n## (e) adversarial candidates on rmsnorm ({len(shape_ids)} workloads, "
+          f"{args.parallel} at a time)")
+    print("| candidate | status | verdict | wall s | caught by (harness message) |\n"
+          "| --- | --- | --- | --- | --- |")
+    for n in names:
+        r = results[n]
+        honest = not n.startswith("adv_")
+        if honest:
+            verdict = "ok (honest passes)" if r["status"] == "PASS" else "HONEST REJECTED"
+        else:
+            verdict = "rejected" if r["status"] in ("REWARD_HACK", "INCORRECT") else "NOT REJECTED"
+        print(f"| {n} | {r['status']} | {verdict} | {r['_wall_s']:.1f} | {_caught_by(r)} |")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fixtures", type=Path, default=REPO / ".gpu" / "fixtures",
+                        help="folder holding the SOL fixtures (rmsnorm/); copy "
+                             "../shared/fixtures/sol-execbench into .gpu/fixtures and carry .gpu")
+    parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    parser.add_argument("--sections", default="acbde")
+    parser.add_argument("--processes", type=int, default=5)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
+    args = parser.parse_args()
+    if not (args.fixtures / "rmsnorm" / "definition.json").is_file():
+        parser.error(f"{args.fixtures}/rmsnorm not found: copy the SOL fixtures there (see --fixtures)")
+    raw: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "info": device_info()}
+    print(f"# evaluator benchmark {raw['date']}\n{json.dumps(raw['info'])}")
+    steps = {"a": section_ac, "c": section_ac, "b": section_b, "d": section_d, "e": section_e}
+    done: set[Any] = set()
+    for key in args.sections:
+        step = steps[key]
+        if step in done:
+            continue
+        done.add(step)
+        t0 = time.perf_counter()
+        try:
+            step(args, raw)
+        except Exception as exc:  # keep the other sections' numbers
+            import traceback
+
+            print(f"\nsection {key} failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}")
+        print(f"(section {key}: {time.perf_counter() - t0:.1f} s)")
+        args.out.mkdir(parents=True, exist_ok=True)
+        (args.out / "bench_evaluator.json").write_text(json.dumps(raw, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
