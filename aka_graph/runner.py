@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sqlite3
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from aka_graph.state import (
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_DB = "campaign.sqlite"
+EXIT_STOPPED = 3
 SERDE_TYPES = [
     CampaignConfig,
     CampaignState,
@@ -48,10 +50,6 @@ SERDE_TYPES = [
     EnvironmentBlock,
     ReviewTask,
 ]
-
-
-class CampaignStopped(BaseException):
-    """Raised in the runner on `stop` (a BaseException, so nodes catching Exception do not swallow it)."""
 
 
 class CampaignConflict(RuntimeError):
@@ -219,9 +217,23 @@ def _drive(
     stop_file.unlink(missing_ok=True)
     pid_file.write_text(str(os.getpid()))
     previous_handler = signal.getsignal(signal.SIGTERM)
+    root = workspace / tid
+
+    def stop_now(reason: str) -> None:
+        """End like a crash (the interrupted node re-runs on resume, exactly as after kill -9), but say so."""
+        _record_stop(root, reason)
+        progress.log(
+            f"campaign {tid} stopped ({reason}); run the same command or `python -m aka_graph resume`"
+        )
+        progress.close({})
+        pid_file.unlink(missing_ok=True)
+        stop_file.unlink(missing_ok=True)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(EXIT_STOPPED)
 
     def on_term(signum: int, frame: Any) -> None:
-        raise CampaignStopped("stop requested")
+        stop_now("stop requested")
 
     in_main = _is_main_thread()
     if in_main:
@@ -233,39 +245,27 @@ def _drive(
         ):
             progress.handle(mode, payload)
             if stop_file.exists():
-                status = "stopped"
+                if in_main:
+                    stop_now("stop requested between steps")
+                status = "stopped"  # embedded in a thread: leave the loop, the caller decides
                 break
-    except CampaignStopped:
-        status = "stopped"
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous_handler)
         pid_file.unlink(missing_ok=True)
         stop_file.unlink(missing_ok=True)
     snapshot = compiled.get_state(cfg)
-    if status == "stopped":
-        progress.log(
-            f"campaign {tid} stopped before {', '.join(snapshot.next) or 'the end'}; "
-            "run the same command (or `python -m aka_graph resume`) to continue"
-        )
-        _record_stop(snapshot.values, snapshot.next)
     progress.close(dict(snapshot.values))
     return RunOutcome(tid, status, dict(snapshot.values), resumed)
 
 
-def _record_stop(values: dict[str, Any], pending: tuple[str, ...]) -> None:
-    root = values.get("workspace_root")
-    if not root:
+def _record_stop(root: Path, reason: str) -> None:
+    if not (root / "memory").is_dir():
         return
     from aka_graph.tools.memory import LiveRecord, read_live, write_live
 
-    live = read_live(Path(root)) or LiveRecord()
-    write_live(
-        Path(root),
-        live.model_copy(
-            update={"node": "stopped", "message": f"stopped by request before {', '.join(pending)}"}
-        ),
-    )
+    live = read_live(root) or LiveRecord()
+    write_live(root, live.model_copy(update={"node": "stopped", "message": f"{reason} during {live.node}"}))
 
 
 def _is_main_thread() -> bool:

@@ -37,10 +37,12 @@ def demo_settings(example: Path) -> dict[str, Any]:
         "max_iters": 2,
         "fast_episodes": 1,
         "fast_trials": 2,
-        "seeds": 2,
+        "seeds": 1,
         "verify_repeats": 2,
         "environment_poll_interval": 2.0,
     }
+    if not Path("/dev/nvidiactl").exists():  # no GPU: the Triton interpreter on the CPU, said explicitly
+        settings["platform"] = "cpu"
     if (example / DEMO_SETTINGS).is_file():
         settings.update(json.loads((example / DEMO_SETTINGS).read_text()))
     return settings

@@ -34,28 +34,31 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-def terminate_children(pid: int, sig: int) -> int:
-    """Signal the process groups of `pid`'s descendants (not the runner's own group). Returns how many."""
+def child_groups(pid: int) -> set[int]:
+    """Process groups of `pid`'s descendants other than its own (agent CLIs and jobs run in their own)."""
     try:
         own = os.getpgid(pid)
     except OSError:
-        return 0
+        return set()
     groups = set()
     for child in descendants(pid):
-        try:
+        with contextlib.suppress(OSError):
             groups.add(os.getpgid(child))
-        except OSError:
-            continue
-    groups.discard(own)
-    groups.discard(os.getpgid(0))
+    return groups - {own, os.getpgid(0)}
+
+
+def signal_groups(groups: set[int], sig: int) -> None:
     for group in groups:
         with contextlib.suppress(OSError):
             os.killpg(group, sig)
-    return len(groups)
 
 
 def stop_campaign(workspace: Path, thread_id: str, grace_s: float = 10.0) -> bool:
-    """Stop one running campaign; True if a running campaign was found."""
+    """Stop one running campaign; True if a running campaign was found.
+
+    Order matters: the runner is signalled first (it records the stop and exits at once, so no node goes
+    on with a half-killed agent), then the agent and job process groups it leaves behind are terminated.
+    """
     from aka_graph.commands.status import pid_alive
     from aka_graph.runner import control_path
 
@@ -63,16 +66,17 @@ def stop_campaign(workspace: Path, thread_id: str, grace_s: float = 10.0) -> boo
     pid = pid_alive(control_path(workspace, thread_id, "pid"))
     if pid is None:
         return False
-    terminate_children(pid, signal.SIGTERM)
+    groups = child_groups(pid)
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return True
-        time.sleep(0.1)
-    terminate_children(pid, signal.SIGKILL)
+    while time.monotonic() < deadline and pid_alive(control_path(workspace, thread_id, "pid")) == pid:
+        time.sleep(0.05)
+    with contextlib.suppress(OSError):
+        os.kill(pid, 0)
+        os.kill(pid, signal.SIGKILL)  # did not exit in time: end it like a crash (resume handles that)
+    signal_groups(groups, signal.SIGTERM)
+    time.sleep(0.5)
+    signal_groups(groups, signal.SIGKILL)
     return True
 
 

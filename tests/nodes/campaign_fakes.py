@@ -5,7 +5,8 @@ evaluator hashes the kernel it is given and derives numbers from a header line i
 (`# fake: status=PASS latency=90`); the agent writes the scripted kernel for (episode, trial) into its
 working directory and reports exact tokens. `make_context` is usable as AKA_GRAPH_CONTEXT_FACTORY, so a
 campaign subprocess (crash tests, `langgraph dev`) gets the same doubles; AKA_FAKE_KILL_AT=node:event:n
-makes the process SIGKILL itself at the n-th such progress event (after that node's side effects).
+makes the process SIGKILL itself at the n-th such progress event (after that node's side effects);
+AKA_FAKE_AGENT_SLEEP=s makes every agent turn run `sleep s` in its own session (stop tests).
 """
 
 from __future__ import annotations
@@ -228,6 +229,9 @@ class FakeAgent:
         self.runs.append(run)
         episode, trial = run.labels.get("episode", "?"), run.labels.get("trial", "1")
         text = "done"
+        sleep_s = os.environ.get("AKA_FAKE_AGENT_SLEEP")
+        if sleep_s:  # like a real CLI: a child process in its own session that `stop` must terminate
+            subprocess.run(["sleep", sleep_s], start_new_session=True, check=False)
         if run.role == "implementer":
             status, latency = self.script.get(episode, {}).get(trial, ("PASS", 100.0))
             (run.cwd / "kernel.py").write_text(

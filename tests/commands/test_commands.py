@@ -1,0 +1,191 @@
+"""The campaign commands: graph (Mermaid), status (budget, versions, incumbent, now), stop (clean end of a
+running campaign whose agent runs in its own session), run --help, and the demo's defaults."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+NODES_DIR = Path(__file__).resolve().parents[1] / "nodes"
+sys.path.insert(0, str(NODES_DIR))
+from campaign_fakes import write_fake_operator  # noqa: E402
+
+from aka_graph.cli import app  # noqa: E402
+
+RUNNER = CliRunner()
+
+
+def cli_env(**extra: str) -> dict[str, str]:
+    return {
+        **os.environ,
+        "AKA_GRAPH_CONTEXT_FACTORY": "campaign_fakes:make_context",
+        "PYTHONPATH": os.pathsep.join([str(NODES_DIR), os.environ.get("PYTHONPATH", "")]),
+        **extra,
+    }
+
+
+def run_args(tmp: Path) -> list[str]:
+    op = tmp / "op"
+    if not op.exists():
+        write_fake_operator(op)
+    return [
+        "run",
+        "--op-dir",
+        str(op),
+        "--workspace",
+        str(tmp / "ws"),
+        "--platform",
+        "cpu",
+        "--agent-cli",
+        "fake",
+        "--max-iters",
+        "1",
+        "--fast-episodes",
+        "1",
+        "--fast-trials",
+        "2",
+    ]
+
+
+def test_graph_prints_mermaid_with_every_node_and_the_review_fan_out() -> None:
+    result = RUNNER.invoke(app, ["graph"])
+    assert result.exit_code == 0
+    for node in (
+        "preprocess",
+        "baseline_v0",
+        "framework_baseline_v1",
+        "plan_episode",
+        "review",
+        "implement",
+        "evaluate",
+        "policy_review",
+        "abba",
+        "promote",
+        "finish",
+        "await_environment",
+    ):
+        assert f"\t{node}(" in result.stdout
+    assert "plan_episode -.-> review;" in result.stdout and "evaluate -.-> implement;" in result.stdout
+
+
+def test_run_help_explains_the_campaign_flags() -> None:
+    result = RUNNER.invoke(app, ["run", "--help"], env={"COLUMNS": "200"})
+    assert result.exit_code == 0
+    for flag in (
+        "--op-dir",
+        "--platform",
+        "--framework",
+        "--agent-cli",
+        "--optimization-mode",
+        "--max-iters",
+        "--token-budget",
+        "--max-stall",
+        "--target-util",
+        "--fast-episodes",
+        "--fast-trials",
+        "--convert-after",
+        "--verify-repeats",
+        "--min-improvement-pct",
+        "--regression-guard-pct",
+        "--v1",
+        "--handoff-resumes",
+        "--sandbox-ssh",
+        "--sandbox-ssh-gpu",
+        "--workspace",
+        "--environment-poll-interval",
+    ):
+        assert flag in result.stdout, flag
+
+
+def test_bad_flag_values_are_errors_naming_the_flag(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, [*run_args(tmp_path), "--verify-repeats", "0"])
+    assert result.exit_code == 2 and "--verify-repeats" in result.output
+
+
+def test_status_shows_budget_versions_and_incumbent_of_a_finished_campaign(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet", "--token-budget", "100000"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws")])
+    assert result.exit_code == 0, result.output
+    assert "finished" in result.stdout and "tokens 2400/100000 over 2 agent sessions" in result.stdout
+    assert "v0: baseline" in result.stdout and "v1: promoted" in result.stdout
+    rows = json.loads(RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws"), "--json"]).stdout)
+    assert rows[0]["incumbent"]["version"] == 1 and rows[0]["state"] == "finished"
+
+
+def test_status_of_an_empty_workspace_says_so(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, ["status", "--workspace", str(tmp_path)])
+    assert result.exit_code == 1 and "no campaign checkpoints" in result.stdout
+
+
+def _children_sleeping(pid: int) -> list[int]:
+    from aka_graph.commands.stop import descendants
+
+    return [p for p in descendants(pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
+
+
+@pytest.mark.slow
+def test_stop_ends_a_running_campaign_and_its_agent_then_run_resumes_it(tmp_path: Path) -> None:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet"],
+        env=cli_env(AKA_FAKE_AGENT_SLEEP="60"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while not _children_sleeping(proc.pid):
+            assert proc.poll() is None and time.monotonic() < deadline, (
+                proc.stderr.read() if proc.stderr else ""
+            )
+            time.sleep(0.2)
+        sleeper = _children_sleeping(proc.pid)[0]
+        started = time.monotonic()
+        stopped = subprocess.run(
+            [sys.executable, "-m", "aka_graph", "stop", "--workspace", str(tmp_path / "ws")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        assert stopped.returncode == 0, stopped.stderr
+        assert proc.wait(timeout=30) == 3  # the runner's "stopped" exit code
+        assert time.monotonic() - started < 20
+        assert not Path(f"/proc/{sleeper}").exists() or b"Z" in Path(f"/proc/{sleeper}/stat").read_bytes()
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    status = json.loads(RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws"), "--json"]).stdout)[
+        0
+    ]
+    assert status["state"] == "interrupted" and status["live"]["node"] == "stopped"
+    again = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert "campaign finished: max-iters" in again.stdout
+
+
+def test_stop_without_a_running_campaign_fails_clearly(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, ["stop", "--workspace", str(tmp_path)])
+    assert result.exit_code == 1 and "no running campaign" in result.output
