@@ -2,10 +2,11 @@
 
 It speaks Anthropic Messages SSE (`POST /v1/messages`, for claude and pi) and OpenAI Responses SSE
 (`POST /v1/responses`, for codex). It is stateless: the prompt carries the scenario
-(`TASK:<edit|answer|error|hang> RUN:<id> FILE:<abs path of kernel.py>`), and the step within the turn
+(`TASK:<edit|answer|context|error|hang> RUN:<id> FILE:<abs path of kernel.py>`), and the step within the turn
 is the number of tool results after the last prompt, so a resumed or restarted CLI gets the same
 answers. `edit` makes the CLI read `kernel.py` and then edit it with its own tools; `answer` replies
-with the number of task prompts it saw (so a resume can be told from a fresh session); `error` returns
+with the number of task prompts it saw (so a resume can be told from a fresh session); `context` answers
+"ok" and logs the whole request body (to check what the CLI put in its context); `error` returns
 HTTP 500; `hang` never answers. Each request is appended to a JSONL log with the exact usage sent.
 
 Run: `python fake_model_server.py --log requests.jsonl --port-file port` (binds 127.0.0.1:0).
@@ -29,6 +30,7 @@ TASK_RE = re.compile(r"TASK:(\w+)")
 RUN_RE = re.compile(r"RUN:([\w-]+)")
 FILE_RE = re.compile(r"FILE:(\S+)")
 _LOG_LOCK = threading.Lock()
+MAX_LOGGED_BODY = 1_000_000
 
 
 def anthropic_usage(step: int) -> dict[str, int]:
@@ -152,9 +154,11 @@ class Handler(BaseHTTPRequestHandler):
         while True:  # never answer; the client's timeout (or our test's kill) ends it
             time.sleep(1)
 
-    def _common(self, api: str, sc: dict[str, Any], usage: dict[str, Any] | None) -> None:
+    def _common(self, api: str, sc: dict[str, Any], usage: dict[str, Any] | None, body: Any = None) -> None:
+        extra = {"body": json.dumps(body)[:MAX_LOGGED_BODY]} if sc["task"] == "context" else {}
         self._record(
             {
+                **extra,
                 "method": "POST",
                 "path": self.path,
                 "api": api,
@@ -189,7 +193,7 @@ class Handler(BaseHTTPRequestHandler):
         )
         tools = {t.get("name"): t for t in body.get("tools") or [] if isinstance(t, dict)}
         block = self._anthropic_block(task, step, sc, tools)
-        self._common("anthropic", sc, usage)
+        self._common("anthropic", sc, usage, body)
         msg_id = f"msg_{sc['run']}_{step}_{int(time.time() * 1e6)}"
         start_usage = {**usage, "output_tokens": 1}
         events: list[tuple[str, dict[str, Any]]] = [
@@ -312,7 +316,7 @@ class Handler(BaseHTTPRequestHandler):
             self._common("responses", sc, None)
             return self._hang()
         usage = responses_usage(step)
-        self._common("responses", sc, usage)
+        self._common("responses", sc, usage, body)
         rid = f"resp_{sc['run']}_{step}_{int(time.time() * 1e6)}"
         item = self._responses_item(task, step, sc, rid)
         response = {"id": rid, "object": "response", "status": "completed", "model": body.get("model")}

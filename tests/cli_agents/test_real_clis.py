@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from aka_graph.cli_agents.assets import DEFAULT_SKILLS_DIR, install_workspace_assets
 from aka_graph.cli_agents.base import AgentResult, BudgetExceeded, TokenUsage
 from aka_graph.cli_agents.process import group_alive
 from tests.cli_agents.conftest import FAKE_KEY, FakeServer, agent_run, make_cli_backend, require_cli
@@ -158,3 +159,22 @@ def test_token_budget_stops_the_session_while_it_streams(
     assert result.tokens.accuracy == "partial" and result.tokens.total > 1000
     assert len(fake_server.requests(run_id)) < 3  # stopped before the turn could finish
     assert not group_alive(meta_of(result)["pgid"])
+
+
+@pytest.mark.parametrize("cli", CLIS)
+def test_workspace_skills_reach_the_models_context(
+    cli: str, fake_server: FakeServer, workspace: Path, tmp_path: Path
+) -> None:
+    require_cli(cli)
+    backend = make_cli_backend(cli, fake_server, tmp_path / "home")
+    names = sorted(p.name for p in DEFAULT_SKILLS_DIR.iterdir() if (p / "SKILL.md").is_file())
+
+    bare_run, bare_id = agent_run(workspace, "context")
+    assert backend.run(bare_run).ok
+    install_workspace_assets(workspace, DEFAULT_SKILLS_DIR)
+    run, run_id = agent_run(workspace, "context")
+    assert backend.run(run).ok
+
+    assert not any(name in fake_server.requests(bare_id)[0]["body"] for name in names)
+    body = fake_server.requests(run_id)[0]["body"]
+    assert [name for name in names if name not in body] == []
