@@ -31,8 +31,13 @@ if ((${#missing[@]} == 0)); then
 fi
 
 if ! command -v npm >/dev/null; then
-  echo "npm not found: install Node.js and npm first (e.g. apt-get install -y nodejs npm)" >&2
-  exit 1
+  if [[ $(id -u) == 0 ]] && command -v apt-get >/dev/null; then
+    echo "npm not found: installing Debian's nodejs and npm (only to run npm; pi gets its own Node 22)"
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends nodejs npm >/dev/null
+  else
+    echo "npm not found: install Node.js and npm first (e.g. sudo apt-get install -y nodejs npm)" >&2
+    exit 1
+  fi
 fi
 
 echo "installing into $PREFIX: ${missing[*]}"
