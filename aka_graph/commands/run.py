@@ -217,6 +217,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from e
         print_outcome(outcome.values, outcome.status)
+        report = outcome.values.get("report_path")
+        if op_dir is None and report and Path(report).is_file():  # the demo ends by showing its report
+            typer.echo("\n" + Path(report).read_text())
         if outcome.status == "stopped":
             raise typer.Exit(3)
 
