@@ -127,35 +127,54 @@ def render_markdown(ws_root: Path, records: list[VersionRecord], ledger: Ledger 
             f"| {r.reason.replace('|', '/')[:120]} |")
     decisions = ledger.decisions() if ledger is not None else []
     if decisions:
-        lines += ["", "## Decisions", "", "| episode | step | decision | numbers | message |",
+        lines += ["", "## Decisions", "", "| episode | step | decision | numbers | reason |",
                   "| --- | --- | --- | --- | --- |"]
         for d in decisions:
-            numbers = ", ".join(f"{k}={_short(v)}" for k, v in d.numbers.items())
             lines.append(f"| {d.episode if d.episode is not None else '—'} | {d.kind} | {d.decision} "
-                         f"| {numbers.replace('|', '/')} | {d.message.replace('|', '/')[:160]} |")
+                         f"| {_numbers(d.numbers)} | {d.message.replace('|', '/')[:160]} |")
     entries = ledger.entries() if ledger is not None else []
     if entries:
-        counts: dict[str, int] = {}
+        lines += ["", "## Evaluations (ledger)", "",
+                  "| episode | trial | role | status | objective | kernel sha256 | note |",
+                  "| --- | --- | --- | --- | --- | --- | --- |"]
         for e in entries:
-            counts[e.status] = counts.get(e.status, 0) + 1
-        lines += ["", "## Evaluations", "",
-                  f"{len(entries)} evaluations in the ledger: "
-                  + ", ".join(f"{k} {v}" for k, v in sorted(counts.items())) + "."]
+            note = e.message.splitlines()[0][:100].replace("|", "/") if e.message else ""
+            lines.append(f"| {e.episode if e.episode is not None else '—'} "
+                         f"| {e.trial if e.trial is not None else '—'} | {e.role} | {e.status} "
+                         f"| {_fmt(e.objective)} | {e.kernel_sha256[:12]} | {note} |")
     if inc and inc.performance:
+        v0_latency = {p.id: p.latency_us for p in (v0.performance if v0 else [])}
         lines += ["", f"## Incumbent v{inc.version} per shape", "",
-                  "| workload | latency (µs) | speedup vs V0 | utilization |", "| --- | --- | --- | --- |"]
+                  "| workload | latency (µs) | V0 latency (µs) | speedup vs V0 | utilization |",
+                  "| --- | --- | --- | --- | --- |"]
         for p in inc.performance:
-            lines.append(f"| {p.id} | {_fmt(p.latency_us)} | {_fmt(p.speedup_vs_v0, 2, 'x')} "
+            base = v0_latency.get(p.id)
+            ratio = p.speedup_vs_v0 or (base / p.latency_us if base and p.latency_us else None)
+            lines.append(f"| {p.id} | {_fmt(p.latency_us)} | {_fmt(base)} | {_fmt(ratio, 2, 'x')} "
                          f"| {_fmt(p.utilization_pct, 1, ' %')} |")
     return "\n".join(lines) + "\n"
+
+
+NUMBER_KEYS = ("improvement_pct", "p_value", "t_stat", "per_repeat_ratio", "repeats", "pattern",
+               "worst_shape", "worst_shape_regression_pct", "timing_method", "incumbent_sha256",
+               "candidate_sha256")
 
 
 def _short(value: object) -> str:
     if isinstance(value, float):
         return f"{value:.4g}"
-    if isinstance(value, list) and len(value) > 4:
-        return "[" + ", ".join(_short(v) for v in value[:4]) + ", …]"
+    if isinstance(value, str) and len(value) > 16:
+        return value[:12] + "…"
+    if isinstance(value, list):
+        shown = ", ".join(_short(v) for v in value[:5])
+        return f"[{shown}{', …' if len(value) > 5 else ''}]"
     return str(value)
+
+
+def _numbers(numbers: dict[str, object]) -> str:
+    """The deciding numbers first (or everything when none of the usual keys is there)."""
+    keys = [k for k in NUMBER_KEYS if k in numbers] or sorted(numbers)
+    return ", ".join(f"{k}={_short(numbers[k])}" for k in keys).replace("|", "/")
 
 
 def write_final_report(ws_root: Path, records: list[VersionRecord], ledger: Ledger | None) -> Path:

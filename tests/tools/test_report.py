@@ -40,6 +40,10 @@ def test_report_has_versions_decisions_speedup_and_a_plot(tmp_path: Path) -> Non
                            numbers={"improvement_pct": 60.0, "p_value": 0.0012})
     ledger.record_agent_run(episode=2, trial=1, role="implementer", attempt=0, session_id="s",
                             tokens=TokenUsage(input=900, output=100, total=1000, accuracy="exact"))
+    failed = _eval(1.0, None).model_copy(update={"status": "INCORRECT", "kernel_sha256": "e" * 64,
+                                                 "message": "w1: seed 0: 13% of elements match"})
+    ledger.record(failed, episode=1, trial=1, role="trial", kernel_path=tmp_path / "k.py",
+                  result_path=tmp_path / "r.json")
     path = write_final_report(ws.root, _records(), ledger)
     text = path.read_text()
     assert path == ws.root / "report" / "report.md"
@@ -49,6 +53,8 @@ def test_report_has_versions_decisions_speedup_and_a_plot(tmp_path: Path) -> Non
     assert "Token spend (every agent session): 1,000" in text
     assert "improvement_pct=60" in text and "p_value=0.0012" in text
     assert "| v1 | episode | 1 | incorrect | — |" in text
+    assert "| 1 | 1 | trial | INCORRECT | 1.00 | eeeeeeeeeeee | w1: seed 0: 13% of elements match |" in text
+    assert "| w1 | 40.00 | 100.00 | 2.50x | 25.0 % |" in text
     png = ws.root / "report" / "objective.png"
     assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
     assert "![objective per version](objective.png)" in text
