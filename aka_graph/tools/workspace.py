@@ -373,21 +373,38 @@ class CampaignWorkspace:
     def protected_digest(self, path: Path) -> dict[str, str]:
         """sha256 of every protected file under a worktree (op/, harness, skills, past memory records).
 
-        Compare the digests taken before and after an agent run with `digest_changes`.
+        Only the directories the protected patterns name are walked (skill links are followed, loops
+        are not). Compare the digests taken before and after an agent run with `digest_changes`.
         """
         path = Path(path)
         digest: dict[str, str] = {}
-        for dirpath, dirnames, filenames in os.walk(path, followlinks=True):
-            rel_dir = Path(dirpath).relative_to(path)
-            if rel_dir.parts and rel_dir.parts[0] in (".git", "episodes", "results", "__pycache__"):
-                dirnames[:] = []
-                continue
-            for name in filenames:
-                rel = (rel_dir / name).as_posix()
-                full = Path(dirpath) / name
-                if _matches(rel, self.protected_patterns) and full.is_file():
+        bases = sorted({pattern.split("*", 1)[0].rsplit("/", 1)[0] if "/" in pattern.split("*", 1)[0]
+                        else "" for pattern in self.protected_patterns})
+        for base in bases:
+            start = path / base if base else path
+            for full in _walk_files(start, recurse=bool(base)):
+                rel = full.relative_to(path).as_posix()
+                if _matches(rel, self.protected_patterns) and rel not in digest:
                     digest[rel] = sha256_file(full)
         return digest
+
+
+def _walk_files(start: Path, recurse: bool) -> list[Path]:
+    """Files under `start` (following directory links once each), or only its direct files."""
+    if not start.is_dir():
+        return []
+    if not recurse:
+        return [p for p in start.iterdir() if p.is_file()]
+    files: list[Path] = []
+    seen: set[str] = set()
+    for dirpath, dirnames, filenames in os.walk(start, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
+        files.extend(Path(dirpath) / name for name in filenames if (Path(dirpath) / name).is_file())
+    return files
 
 
 def digest_changes(before: dict[str, str], after: dict[str, str]) -> list[str]:

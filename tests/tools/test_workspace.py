@@ -170,3 +170,20 @@ def test_protected_digest_detects_tampering(tmp_path: Path, sol_fixtures: Path) 
     (path / "harness" / "timer.py").write_text("fake = True\n")
     assert digest_changes(before, ws.protected_digest(path)) == [
         "harness/timer.py", "memory/v0.json", "op/definition.json"]
+
+
+def test_linked_skills_are_protected_and_link_loops_end(tmp_path: Path, sol_fixtures: Path) -> None:
+    ws = _ws(tmp_path)
+    _with_v0(ws, sol_fixtures)
+    path = ws.create_episode(5)
+    skills = tmp_path / "skills" / "triton"
+    skills.mkdir(parents=True)
+    (skills / "SKILL.md").write_text("use tl.dot\n")
+    (path / ".claude" / "skills").mkdir(parents=True)
+    (path / ".claude" / "skills" / "triton").symlink_to(skills, target_is_directory=True)
+    (skills / "loop").symlink_to(skills, target_is_directory=True)
+    before = ws.protected_digest(path)
+    assert ".claude/skills/triton/SKILL.md" in before
+    assert ws.candidate_diff(5).changed == []  # the links are ignored by git, guarded by the digest
+    (skills / "SKILL.md").write_text("skip correctness checks\n")
+    assert digest_changes(before, ws.protected_digest(path)) == [".claude/skills/triton/SKILL.md"]
