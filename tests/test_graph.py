@@ -144,3 +144,58 @@ def test_rerunning_with_other_settings_is_refused_naming_them(tmp_path: Path) ->
     campaign(tmp_path, max_iters=1)
     with pytest.raises(CampaignConflict, match="max_iters"):
         campaign(tmp_path, max_iters=2)
+
+
+def test_triton_campaign_converts_to_gluon_after_stalls_and_stays_there(tmp_path: Path) -> None:
+    op = write_fake_operator(tmp_path / "op")
+    config = CampaignConfig(
+        op_dir=str(op),
+        agent_cli="fake",
+        platform="H200",
+        workspace=str(tmp_path / "ws"),
+        max_iters=3,
+        fast_episodes=1,
+        fast_trials=1,
+        convert_after=1,
+        max_stall=5,
+    )
+    ctx = make_context(config)
+    # episode 1 stalls (slower); episode 2 converts at parity (+3% slower passes); episode 3 is faster
+    ctx.agent = FakeAgent(
+        script={"1": {"1": ("PASS", 110.0)}, "2": {"1": ("PASS", 103.0)}, "3": {"1": ("PASS", 80.0)}}
+    )
+    outcome = run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True))
+    records = read_version_records(Path(outcome.values["workspace_root"]))
+    assert [(r.version, r.framework, r.decision) for r in records[1:]] == [
+        (1, "triton", "rejected"),
+        (2, "gluon", "promoted"),
+        (3, "gluon", "promoted"),
+    ]
+    assert "(parity)" in records[2].verdict["reason"]
+    implementers = [run for run in ctx.agent.runs if run.role == "implementer"]
+    assert [run.labels.get("framework") for run in implementers] == ["triton", "gluon", "gluon"]
+    assert "Convert the incumbent kernel to gluon" in implementers[1].prompt
+    assert "Convert" not in implementers[2].prompt
+    assert outcome.values["incumbent"].framework == "gluon"
+
+
+def test_a_failed_conversion_is_retried_while_stalled_until_max_stall(tmp_path: Path) -> None:
+    op = write_fake_operator(tmp_path / "op")
+    config = CampaignConfig(
+        op_dir=str(op),
+        agent_cli="fake",
+        platform="H200",
+        workspace=str(tmp_path / "ws"),
+        max_iters=10,
+        fast_episodes=1,
+        fast_trials=1,
+        convert_after=1,
+        max_stall=3,
+    )
+    ctx = make_context(config)
+    ctx.agent = FakeAgent(script={str(e): {"1": ("PASS", 120.0)} for e in range(1, 11)})
+    outcome = run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True))
+    assert outcome.values["stop_reason"] == "max-stall" and outcome.values["episode"] == 3
+    records = read_version_records(Path(outcome.values["workspace_root"]))
+    assert [r.framework for r in records[1:]] == ["triton", "gluon", "gluon"]
+    assert all(r.decision == "rejected" for r in records[1:])
