@@ -39,14 +39,18 @@ def _kernel(name: str) -> ModuleType:
     return module
 
 
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+
+
 def _inputs(tokens: int, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     gen = torch.Generator().manual_seed(seed)
-    return torch.randn(tokens, 64, generator=gen), torch.randn(1024, 64, generator=gen)
+    x, codebook = torch.randn(tokens, 64, generator=gen), torch.randn(1024, 64, generator=gen)
+    return x.to(DEVICE), codebook.to(DEVICE)
 
 
 def _rows_matching(name: str, tokens: int, seed: int) -> float:
     x, codebook = _inputs(tokens, seed)
-    out = torch.full((tokens, 64), float("nan"))  # poisoned, like the harness does
+    out = torch.full((tokens, 64), float("nan"), device=DEVICE)  # poisoned, like the harness does
     _kernel(name).run(x, codebook, out)
     return (out == _reference()(x, codebook)).all(dim=1).float().mean().item()
 
