@@ -23,43 +23,21 @@ def _script(tmp_path: Path, turns: list[dict]) -> Path:
 
 def _run(cwd: Path, role: str = "implementer", resume: str | None = None, **labels: str) -> AgentRun:
     cwd.mkdir(parents=True, exist_ok=True)
-    return AgentRun(
-        role=role,
-        prompt="do it",
-        cwd=cwd,
-        timeout_s=10,
-        transcript_dir=cwd.parent / "tx",
-        labels=labels,
-        resume_session=resume,
-    )
+    return AgentRun(role=role, prompt="do it", cwd=cwd, timeout_s=10, transcript_dir=cwd.parent / "tx",
+                    labels=labels, resume_session=resume)
 
 
 TURNS = [
-    {
-        "role": "implementer",
-        "labels": {"episode": "1"},
-        "final_text": "generic e{episode}",
-        "tokens": {"input": 1, "output": 1},
-    },
-    {
-        "role": "implementer",
-        "labels": {"episode": "1", "trial": "2"},
-        "edits": [
-            {"path": "kernel.py", "source": "kernels/a.py"},
-            {"path": "plans/e{episode}.md", "content": "plan {trial}\n"},
-            {"path": "old.txt", "delete": True},
-        ],
-        "final_text": "trial {trial} done",
-        "tokens": {"input": 100, "output": 20, "cache_read": 5},
-    },
+    {"role": "implementer", "labels": {"episode": "1"}, "final_text": "generic e{episode}",
+     "tokens": {"input": 1, "output": 1}},
+    {"role": "implementer", "labels": {"episode": "1", "trial": "2"},
+     "edits": [{"path": "kernel.py", "source": "kernels/a.py"},
+               {"path": "plans/e{episode}.md", "content": "plan {trial}\n"},
+               {"path": "old.txt", "delete": True}],
+     "final_text": "trial {trial} done", "tokens": {"input": 100, "output": 20, "cache_read": 5}},
     {"role": "reviewer:*", "final_text": "looks fine"},
-    {
-        "role": "implementer",
-        "labels": {"episode": "1", "trial": "2"},
-        "resume": True,
-        "final_text": "resumed",
-        "tokens": {"input": 7, "output": 3},
-    },
+    {"role": "implementer", "labels": {"episode": "1", "trial": "2"}, "resume": True,
+     "final_text": "resumed", "tokens": {"input": 7, "output": 3}},
 ]
 
 
@@ -130,15 +108,12 @@ def test_missing_source_file_is_a_failed_result(tmp_path: Path) -> None:
 def test_demo_script_covers_the_graphs_roles(tmp_path: Path) -> None:
     backend = ReplayBackend(EXAMPLE / "replay.json")
     backend.check_ready()
-    for role, labels in [
-        ("implementer", {"episode": "1", "trial": "1"}),
-        ("implementer", {"episode": "1", "trial": "2"}),
-        ("planner", {"episode": "2"}),
-        ("implementer", {"episode": "2", "trial": "1"}),
-        ("implementer", {"episode": "v1", "trial": "1"}),
-        ("reviewer:claude", {"episode": "2"}),
-        ("policy_reviewer", {"episode": "1", "trial": "2"}),
-    ]:
+    for role, labels in [("implementer", {"episode": "1", "trial": "1"}),
+                         ("implementer", {"episode": "1", "trial": "2"}),
+                         ("planner", {"episode": "2"}), ("implementer", {"episode": "2", "trial": "1"}),
+                         ("implementer", {"episode": "v1", "trial": "1"}),
+                         ("reviewer:claude", {"episode": "2"}),
+                         ("policy_reviewer", {"episode": "1", "trial": "2"})]:
         result = backend.run(_run(tmp_path / "wt", role=role, **labels))
         assert result.ok, (role, labels, result.error)
         assert result.tokens.total > 0
