@@ -15,7 +15,7 @@ from pathlib import Path
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.cli_agents.claude_stream import ClaudeStreamParser
 from aka_graph.cli_agents.cli_backend import CliBackend
-from aka_graph.cli_agents.home import HomeLayout
+from aka_graph.cli_agents.home import HomeLayout, keep_user_python
 
 OFFLINE_ENV = {
     "DISABLE_TELEMETRY": "1",
@@ -24,8 +24,12 @@ OFFLINE_ENV = {
     "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
 }
 CREDENTIAL_VARS = (
-    "ANTHROPIC_API_KEY", "ANTHROPIC_AUTH_TOKEN", "CLAUDE_CODE_OAUTH_TOKEN",
-    "CLAUDE_CODE_USE_BEDROCK", "CLAUDE_CODE_USE_VERTEX", "CLAUDE_CODE_USE_FOUNDRY",
+    "ANTHROPIC_API_KEY",
+    "ANTHROPIC_AUTH_TOKEN",
+    "CLAUDE_CODE_OAUTH_TOKEN",
+    "CLAUDE_CODE_USE_BEDROCK",
+    "CLAUDE_CODE_USE_VERTEX",
+    "CLAUDE_CODE_USE_FOUNDRY",
 )
 
 
@@ -42,8 +46,14 @@ class ClaudeBackend(CliBackend):
 
     def build_argv(self, run: AgentRun, exe: Path, prompt: str, home: Path) -> tuple[list[str], str | None]:
         argv = [
-            str(exe), "--print", "--verbose", "--output-format", "stream-json",
-            "--dangerously-skip-permissions", "--effort", self.effort_flag(run.effort),
+            str(exe),
+            "--print",
+            "--verbose",
+            "--output-format",
+            "stream-json",
+            "--dangerously-skip-permissions",
+            "--effort",
+            self.effort_flag(run.effort),
         ]
         model = run.model or self.settings.model
         if model:
@@ -59,7 +69,7 @@ class ClaudeBackend(CliBackend):
         return [*argv, *self.settings.extra_args, "--", prompt], session
 
     def cli_env(self, home: Path) -> dict[str, str]:
-        env = {"HOME": str(home), **OFFLINE_ENV}
+        env = keep_user_python({"HOME": str(home), **OFFLINE_ENV})
         if os.geteuid() == 0:
             env["IS_SANDBOX"] = "1"  # root may use --dangerously-skip-permissions only in a sandbox
         return env
@@ -76,6 +86,6 @@ class ClaudeBackend(CliBackend):
             return None
         return (
             "Claude Code is not logged in: run `claude setup-token` and export CLAUDE_CODE_OAUTH_TOKEN, "
-            "or run `claude` once and `/login`, or put ANTHROPIC_API_KEY in the \"env\" of "
+            'or run `claude` once and `/login`, or put ANTHROPIC_API_KEY in the "env" of '
             "AKA_CLAUDE_SESSION_SETTINGS"
         )

@@ -42,7 +42,8 @@ class ClaudeStreamParser(StreamParser):
             if not isinstance(message, dict):
                 return False
             texts = [
-                b.get("text", "") for b in message.get("content") or []
+                b.get("text", "")
+                for b in message.get("content") or []
                 if isinstance(b, dict) and b.get("type") == "text"
             ]
             if any(texts):

@@ -38,7 +38,11 @@ class CliBackend:
     layout: HomeLayout = HomeLayout()
     supports_resume: bool = True
     efforts: ClassVar[dict[Effort, str]] = {
-        "low": "low", "medium": "medium", "high": "high", "xhigh": "xhigh", "max": "max"
+        "low": "low",
+        "medium": "medium",
+        "high": "high",
+        "xhigh": "xhigh",
+        "max": "max",
     }
 
     def __init__(self, settings: SessionSettings | None = None, *, wrapper: Sequence[str] = ()) -> None:
@@ -124,8 +128,9 @@ class CliBackend:
                 return f"token observer raised {exc!r}"
             return None
 
-        outcome = run_streaming(argv, cwd=run.cwd, env=env, timeout_s=run.timeout_s, transcript=transcript,
-                                on_line=on_line)
+        outcome = run_streaming(
+            argv, cwd=run.cwd, env=env, timeout_s=run.timeout_s, transcript=transcript, on_line=on_line
+        )
         if observer_error:
             raise observer_error[0]
         self.after_run(run, parser, home)

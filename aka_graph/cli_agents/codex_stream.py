@@ -32,8 +32,10 @@ class CodexCumulative:
     @classmethod
     def from_event(cls, raw: dict[str, Any]) -> CodexCumulative:
         return cls(
-            as_int(raw.get("input_tokens")), as_int(raw.get("cached_input_tokens")),
-            as_int(raw.get("output_tokens")), as_int(raw.get("cache_write_input_tokens")),
+            as_int(raw.get("input_tokens")),
+            as_int(raw.get("cached_input_tokens")),
+            as_int(raw.get("output_tokens")),
+            as_int(raw.get("cache_write_input_tokens")),
         )
 
     def as_dict(self) -> dict[str, int]:

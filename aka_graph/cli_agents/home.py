@@ -62,6 +62,13 @@ def prepare_home(
     return home
 
 
+def keep_user_python(env: dict[str, str]) -> dict[str, str]:
+    """With HOME moved, Python would lose the user's `pip install --user` packages; keep them visible."""
+    if "PYTHONUSERBASE" not in os.environ:
+        env["PYTHONUSERBASE"] = str(Path(os.environ.get("HOME") or Path.home()) / ".local")
+    return env
+
+
 def _link(src: Path, dst: Path) -> None:
     if not src.exists():
         return

@@ -36,7 +36,8 @@ class PiStreamParser(StreamParser):
                 self.error = str(message.get("errorMessage") or self._last_stop_reason)
             else:
                 text = "".join(
-                    b.get("text", "") for b in message.get("content") or []
+                    b.get("text", "")
+                    for b in message.get("content") or []
                     if isinstance(b, dict) and b.get("type") == "text"
                 )
                 if text:
@@ -45,8 +46,11 @@ class PiStreamParser(StreamParser):
             if isinstance(raw, dict):
                 self._seen_usage = True
                 self._sum = self._sum + usage(
-                    as_int(raw.get("input")), as_int(raw.get("output")), as_int(raw.get("cacheRead")),
-                    as_int(raw.get("cacheWrite")), "exact",
+                    as_int(raw.get("input")),
+                    as_int(raw.get("output")),
+                    as_int(raw.get("cacheRead")),
+                    as_int(raw.get("cacheWrite")),
+                    "exact",
                 )
                 return True
         elif kind == "auto_retry_end" and event.get("success") is False:

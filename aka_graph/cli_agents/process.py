@@ -179,8 +179,11 @@ def run_streaming(
             proc.stderr.close()
             wall_s = time.monotonic() - start
             meta.update(
-                exit_code=exit_code, timed_out=timed_out, stop_reason=stop_reason,
-                wall_s=round(wall_s, 3), leftover_killed=leftover,
+                exit_code=exit_code,
+                timed_out=timed_out,
+                stop_reason=stop_reason,
+                wall_s=round(wall_s, 3),
+                leftover_killed=leftover,
             )
             transcript.meta.write_text(json.dumps(meta, indent=2))
     return ProcessOutcome(exit_code, timed_out, stop_reason, wall_s, pgid, transcript, leftover)

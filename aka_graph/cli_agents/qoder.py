@@ -14,7 +14,7 @@ from pathlib import Path
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.cli_agents.claude_stream import ClaudeStreamParser
 from aka_graph.cli_agents.cli_backend import CliBackend
-from aka_graph.cli_agents.home import HomeLayout
+from aka_graph.cli_agents.home import HomeLayout, keep_user_python
 
 TOKEN_VARS = ("QODER_PERSONAL_ACCESS_TOKEN", "QODER_PAT")
 NOT_CREDENTIALS = {"machine_id", ".credential-transaction"}
@@ -54,7 +54,7 @@ class QoderBackend(CliBackend):
         return [*argv, *self.settings.extra_args, "--", prompt], session
 
     def cli_env(self, home: Path) -> dict[str, str]:
-        return {"HOME": str(home)}
+        return keep_user_python({"HOME": str(home)})
 
     def make_parser(self, run: AgentRun, home: Path) -> ClaudeStreamParser:
         return ClaudeStreamParser()

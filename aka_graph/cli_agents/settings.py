@@ -81,7 +81,7 @@ def check_argv_has_no_secrets(argv: Sequence[str], env: Mapping[str, str]) -> No
         if flag in SECRET_FLAGS:
             raise ValueError(
                 f"argument {arg.split('=', 1)[0]!r} would put a credential on the command line; "
-                "pass it through the settings' \"env\" instead"
+                'pass it through the settings\' "env" instead'
             )
         if i == 0:
             continue

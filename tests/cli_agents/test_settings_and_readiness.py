@@ -158,6 +158,16 @@ def test_private_home_links_auth_copies_config_and_writes_home_files(tmp_path: P
 
 
 # --- argv per CLI --------------------------------------------------------------------------------------
+def test_claude_runs_in_its_private_home_but_keeps_the_users_python_packages(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", "/home/someone")
+    monkeypatch.delenv("PYTHONUSERBASE", raising=False)
+    env = ClaudeBackend(SessionSettings()).cli_env(tmp_path / "priv")
+    assert env["HOME"] == str(tmp_path / "priv") and env["PYTHONUSERBASE"] == "/home/someone/.local"
+    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["DISABLE_TELEMETRY"] == "1"
+
+
 def test_claude_argv_new_session_then_resume(tmp_path: Path) -> None:
     backend = ClaudeBackend(SessionSettings(model="opus", settings={"x": 1}))
     argv, session = backend.build_argv(_run(tmp_path, effort="max"), Path("/bin/claude"), "do it", tmp_path)
