@@ -145,7 +145,22 @@ class InputFactory:
         self.reference_module, self.input_module = reference_module, input_module
         self.op_is_norm = "norm" in (op.name + " " + op.op_type).lower()
 
-    def make(self, wl: Workload, seed: int, scale: float) -> list[Any]:
+    def make(self, wl: Workload, seed: int, scale: float, mix_seed: int | None = None) -> list[Any]:
+        """Inputs for (seed, scale). With `mix_seed`, the interior rows (dim 0, all but the first and
+        last) of every random input come from `mix_seed`: an input that equals an earlier one at its
+        edges but not inside, which a cache keyed on a few (edge) values answers wrongly."""
+        values = self._make(wl, seed, scale)
+        if mix_seed is None or self.op.kind == "native":
+            return values
+        other = self._make(wl, mix_seed, scale)
+        for i, spec in enumerate(self.op.inputs):
+            v = values[i]
+            kind = wl.descriptors.get(spec.name, {}).get("type", "random")
+            if kind == "random" and isinstance(v, torch.Tensor) and v.ndim >= 2 and v.shape[0] >= 3:
+                v[1:-1] = other[i][1:-1]
+        return values
+
+    def _make(self, wl: Workload, seed: int, scale: float) -> list[Any]:
         if self.op.kind == "native":
             return self._native(wl, seed)
         gen = torch.Generator(device=self.device)
@@ -216,6 +231,21 @@ class InputFactory:
 
 def output_shapes(op: Operator, wl: Workload) -> list[tuple[tuple[int, ...], torch.dtype]]:
     return [(shape_of(s, wl.axes), dtype_of(s.dtype)) for s in op.outputs]
+
+
+def random_poison_(t: torch.Tensor) -> torch.Tensor:
+    """Finite, unguessable garbage (os.urandom seed): a kernel that only works when its output 'looks
+    poisoned' (NaN) or differs from its last answer cannot tell this from a real call."""
+    import os
+
+    gen = torch.Generator(device=t.device)
+    gen.manual_seed(int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
+    if t.dtype.is_floating_point:
+        noise = torch.randn(t.shape, generator=gen, device=t.device) * 3.0 + 1.0
+        return t.copy_(noise.clamp(-2, 2) if t.dtype in FP8 else noise)
+    if t.dtype == torch.bool:
+        return t.copy_(torch.randint(0, 2, t.shape, generator=gen, device=t.device).bool())
+    return t.copy_(torch.randint(-100, 100, t.shape, generator=gen, device=t.device))
 
 
 def poison_(t: torch.Tensor) -> torch.Tensor:

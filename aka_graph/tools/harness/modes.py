@@ -17,7 +17,8 @@ READY_TIMEOUT_S = 180.0
 
 def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
     states = [KernelState(label, path, session) for label, path in kernels.items()]
-    warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
+    if session.spec is not None:
+        warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
     for ks in states:
         try:
             ks.worker.wait_ready(READY_TIMEOUT_S)
@@ -37,7 +38,7 @@ def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
 
 
 def _correctness(session: Session, states: list[KernelState]) -> None:
-    seeds = [[s, sc] for s, sc in session.seeds]
+    seeds = [list(s) for s in session.seeds]
     for idx in session.indices:
         active = [ks for ks in states if ks.alive]
         if not active:
@@ -179,12 +180,12 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         session.device_info,
         method,
         on_gpu,
-        [s for s, _ in session.seeds],
+        [s[2] or s[0] for s in session.seeds],
         workloads,
         message[:4000],
         operator=session.op.name,
         format=session.op.kind,
-        seed_scales=[sc for _, sc in session.seeds],
+        seed_scales=[s[1] for s in session.seeds],
         label=ks.label,
     )
 

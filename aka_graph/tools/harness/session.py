@@ -134,8 +134,13 @@ class Session:
             self.spec = lookup(settings.gpu_spec or self.device_info["name"], table)  # unknown -> error
         self.l2_bytes = self.spec.l2_bytes if self.spec else 0
         self.call_timeout = settings.call_timeout or (30.0 if self.device.type == "cuda" else 300.0)
-        self.seeds = [(fresh_seed(), 1.0) for _ in range(max(1, settings.seeds))]
-        self.seeds.append((fresh_seed(), settings.scale))
+        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds))]
+        # + one seed at another scale, + the first seed's edges around fresh interior rows
+        self.seeds: list[tuple[int, float, int | None]] = [
+            *base,
+            (fresh_seed(), settings.scale, None),
+            (base[0][0], 1.0, fresh_seed()),
+        ]
         self.bench_seed = fresh_seed()
         self.reference = Reference(self.op, self.device, self.seeds[0][0])
         self.sol: dict[int, SolBound] = {}
@@ -145,10 +150,10 @@ class Session:
 
     def reference_outputs(self, idx: int) -> tuple[list[list[Any]], list[list[float]]]:
         outs, digests = [], []
-        for n, (seed, scale) in enumerate(self.seeds):
-            inputs = self.reference.inputs(idx, seed, scale)
+        for n, (seed, scale, mix) in enumerate(self.seeds):
+            inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
-            result, flops = self.reference.outputs(idx, inputs, count_flops=n == 0)
+            result, flops = self.reference.outputs(idx, inputs, count_flops=n == 0 and self.spec is not None)
             outs.append(result)
             if n == 0 and self.spec is not None:
                 moved = tensor_bytes(inputs) + tensor_bytes(result)

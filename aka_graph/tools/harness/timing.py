@@ -72,10 +72,19 @@ def judge_capture(kernel_nodes: int | None, calls: int) -> str | None:
     return None
 
 
-def time_host(call: Call, n_copies: int, first_call_s: float, budget_s: float = 0.5) -> Timing:
-    reps = max(1, min(5, int(budget_s / max(first_call_s, 1e-6))))
+def time_host(
+    call: Call,
+    n_copies: int,
+    first_call_s: float,
+    budget_s: float = 0.5,
+    prepare: Callable[[int], None] | None = None,
+) -> Timing:
+    """Host timing (interpreter/CPU; never authoritative). `prepare(i)` runs untimed before call i."""
+    reps = max(2, min(5, int(budget_s / max(first_call_s, 1e-6))))
     samples = []
     for i in range(reps):
+        if prepare is not None:
+            prepare(i)
         t0 = time.perf_counter()
         call(i % n_copies)
         samples.append((time.perf_counter() - t0) * 1e6)
@@ -203,11 +212,15 @@ def estimate_us(call: Call, n_copies: int, reps: int = 3) -> float:
     return start.elapsed_time(end) * 1000.0 / reps
 
 
-def time_events(call: Call, n_copies: int, l2_bytes: int, samples: int = 30) -> Timing:
+def time_events(
+    call: Call, n_copies: int, l2_bytes: int, samples: int = 30, prepare: Callable[[int], None] | None = None
+) -> Timing:
     """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels."""
     flush = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device="cuda")
     pairs = []
     for i in range(samples):
+        if prepare is not None:
+            prepare(i)
         flush.zero_()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()

@@ -33,8 +33,8 @@ class Reference:
             self.models[idx] = self.module.Model(**self.op.workloads[idx].init_kwargs).to(self.device).eval()
         return KernelRunner(self.models[idx], False, [], self.device)
 
-    def inputs(self, idx: int, seed: int, scale: float) -> list[Any]:
-        return self.factory.make(self.op.workloads[idx], seed, scale)
+    def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
+        return self.factory.make(self.op.workloads[idx], seed, scale, mix)
 
     def outputs(self, idx: int, inputs: list[Any], count_flops: bool = False) -> tuple[list[Any], int | None]:
         runner = self.runner(idx)

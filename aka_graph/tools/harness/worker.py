@@ -22,7 +22,7 @@ from .inputs import InputFactory, output_shapes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError, load_operator
 from .protocol import Channel, ChannelClosed
-from .runner import KernelRunner, clone_values, digest, same_bits
+from .runner import KernelRunner, ReturnError, clone_values, digest, same_bits
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
@@ -30,6 +30,8 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     name = type(exc).__name__
     module = type(exc).__module__ or ""
     compile_like = "CompilationError" in name or module.startswith("triton.compiler")
+    if isinstance(exc, ReturnError):
+        return {"status": "INCORRECT", "message": str(exc)}
     return {
         "status": "COMPILE_ERROR" if compile_like else "RUNTIME_ERROR",
         "message": f"{name}: {exc}\n{text}"[-4000:],
@@ -41,6 +43,9 @@ class Worker:
         self.op, self.kernel_dir, self.device = op, kernel_dir, device
         self.ref_module = load_reference(op)
         self.factory = InputFactory(op, device, self.ref_module, load_input_module(op))
+        if device.type == "cuda":  # CUDA init sets CUDA_MODULE_LOADING; do it before the snapshot
+            torch.empty(1, device=device)
+            torch.cuda.synchronize()
         self.sentinel = Sentinel()  # captured before the candidate is imported
         self.target: Any = None
         self.dps = True
@@ -104,10 +109,11 @@ class Worker:
         idx = int(msg["wl"])
         wl = self.op.workloads[idx]
         runner = self.runner(idx)
-        outputs, digests, violations, kept = [], [], [], []
+        outputs, digests, violations, kept, alive = [], [], [], [], []
         try:
-            for seed, scale in msg["seeds"]:
-                inputs = self.factory.make(wl, int(seed), float(scale))
+            for seed, scale, mix in msg["seeds"]:
+                inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
+                alive.append(inputs)  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
                 digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
                 result, found = self.checked_call(runner, inputs, outs, kept)

@@ -42,6 +42,7 @@ def worker_env(device: str, build_dir: Path) -> dict[str, str]:
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    env.setdefault("CUDA_MODULE_LOADING", "LAZY")
     return env
 
 
