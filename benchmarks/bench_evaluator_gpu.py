@@ -41,16 +41,20 @@ CPU_ADV_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6"]
 
 
 def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
-             shape_ids: list[str] | None = None, timeout_s: float = 300) -> dict[str, Any]:
-    """One harness evaluation in a fresh job dir; returns result.json plus wall time and exit code."""
+             shape_ids: list[str] | None = None, timeout_s: float = 300, settle_s: float = 0.0,
+             profile: bool = False) -> dict[str, Any]:
+    """One harness evaluation in a fresh job dir; returns result.json plus wall time and exit code.
+    With `settle_s`, result.json is read again that much later: a rewrite after exit is a forged verdict.
+    With `profile`, the trusted parent runs under cProfile (top functions by cumulative time returned)."""
     with tempfile.TemporaryDirectory(prefix="aka_bench_job_") as tmp:
         job = Path(tmp)
         shutil.copytree(HARNESS, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
         shutil.copytree(op_dir, job / "op")
         shutil.copytree(kernel_dir, job / "kernel", ignore=shutil.ignore_patterns("__pycache__"))
         (job / "tmp").mkdir()
-        argv = [sys.executable, "-m", "harness", "evaluate", "--op-dir", "op", "--kernel-dir", "kernel",
-                "--out", "result.json", "--seeds", str(seeds), "--device", device]
+        prof = ["-m", "cProfile", "-o", str(job / "parent.prof")] if profile else []
+        argv = [sys.executable, *prof, "-m", "harness", "evaluate", "--op-dir", "op",
+                "--kernel-dir", "kernel", "--out", "result.json", "--seeds", str(seeds), "--device", device]
         for sid in shape_ids or []:
             argv += ["--shape-id", sid]
         env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
@@ -66,9 +70,26 @@ def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
         wall = time.perf_counter() - t0
         out = job / "result.json"
         try:
-            result = json.loads(out.read_text())
+            written = out.read_text()
+            result = json.loads(written)
         except (OSError, ValueError) as exc:
-            result = {"status": "NO_RESULT", "message": f"{type(exc).__name__}: {exc}", "workloads": []}
+            written, result = "", {"status": "NO_RESULT", "message": f"{type(exc).__name__}: {exc}",
+                                   "workloads": []}
+        if settle_s:
+            time.sleep(settle_s)
+            later = out.read_text() if out.is_file() else ""
+            if later != written:
+                late = json.loads(later) if later else {}
+                result["_rewritten_after_exit"] = f"{result['status']} -> {late.get('status')}"
+                result["status"] = late.get("status", "NO_RESULT")  # what a coordinator would read
+        if profile and (job / "parent.prof").is_file():
+            import io
+            import pstats
+
+            text = io.StringIO()
+            stats = pstats.Stats(str(job / "parent.prof"), stream=text).sort_stats("cumulative")
+            stats.print_stats("harness/", 40)
+            result["_profile"] = text.getvalue()[-6000:]
         result["_wall_s"], result["_rc"], result["_stderr_tail"] = wall, rc, stderr[-1500:]
         return result
 
@@ -272,14 +293,14 @@ def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     names = [*sorted(p.name for p in CANDIDATES.glob("adv_*")), "rmsnorm_torch", "rmsnorm_triton"]
     shape_ids = CPU_ADV_SHAPES if args.device == "cpu" else ADV_SHAPES
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        futures = {n: pool.submit(evaluate, op, CANDIDATES / n, args.device, 3, shape_ids, 240)
+        futures = {n: pool.submit(evaluate, op, CANDIDATES / n, args.device, 3, shape_ids, 240, 1.0)
                    for n in names}
         results = {n: f.result() for n, f in futures.items()}
     raw["e_adversarial"] = results
     print(f"\n## (e) adversarial candidates on rmsnorm ({len(shape_ids)} workloads, "
           f"{args.parallel} at a time)")
-    print("| candidate | status | verdict | wall s | caught by (harness message) |\n"
-          "| --- | --- | --- | --- | --- |")
+    print("| candidate | status | verdict | workloads PASS | wall s | caught by (harness message) |\n"
+          "| --- | --- | --- | --- | --- | --- |")
     for n in names:
         r = results[n]
         honest = not n.startswith("adv_")
@@ -287,7 +308,19 @@ def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
             verdict = "ok (honest passes)" if r["status"] == "PASS" else "HONEST REJECTED"
         else:
             verdict = "rejected" if r["status"] in ("REWARD_HACK", "INCORRECT") else "NOT REJECTED"
-        print(f"| {n} | {r['status']} | {verdict} | {r['_wall_s']:.1f} | {_caught_by(r)} |")
+        wl_pass = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
+        late = f" REWRITTEN AFTER EXIT {r['_rewritten_after_exit']}" if r.get("_rewritten_after_exit") else ""
+        print(f"| {n} | {r['status']}{late} | {verdict} | {wl_pass}/{len(r.get('workloads', []))} "
+              f"| {r['_wall_s']:.1f} | {_caught_by(r)} |")
+
+
+def section_p(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    """Where the whole-evaluation wall time goes: the trusted parent under cProfile (cumulative)."""
+    r = evaluate(args.fixtures / "rmsnorm", CANDIDATES / "rmsnorm_triton", args.device, seeds=3,
+                 shape_ids=CPU_ADV_SHAPES if args.device == "cpu" else None, profile=True)
+    raw["p_profile"] = r.get("_profile")
+    print(f"\n## (p) profile of one whole evaluation (status {r['status']}, wall {r['_wall_s']:.2f} s)")
+    print(r.get("_profile", "no profile written"))
 
 
 def main() -> int:
@@ -306,7 +339,8 @@ def main() -> int:
         parser.error(f"{args.fixtures}/rmsnorm not found: copy the SOL fixtures there (see --fixtures)")
     raw: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "info": device_info()}
     print(f"# evaluator benchmark {raw['date']}\n{json.dumps(raw['info'])}")
-    steps = {"a": section_ac, "c": section_ac, "b": section_b, "d": section_d, "e": section_e}
+    steps = {"a": section_ac, "c": section_ac, "b": section_b, "d": section_d, "e": section_e,
+             "p": section_p}
     done: set[Any] = set()
     for key in args.sections:
         step = steps[key]
