@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -78,3 +81,33 @@ def test_replay_script_uses_each_candidate() -> None:
     sources = {e["source"] for t in script["turns"] for e in t.get("edits", []) if "source" in e}
     assert sources == {"kernels/incorrect.py", "kernels/fast.py", "kernels/slow.py"}
     assert all((EXAMPLE / s).is_file() for s in sources)
+
+
+AOT_COMPILE = """
+import importlib.util, sys, triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+sig = {"x_ptr": "*fp32", "cb_ptr": "*fp32", "out_ptr": "*fp32", "num_tokens": "i32",
+       "K": "constexpr", "D": "constexpr", "BLOCK_T": "constexpr", "BLOCK_K": "constexpr"}
+for path, kernel, bt, bk in (("fast.py", "_vq_dot_kernel", 64, 128), ("slow.py", "_vq_brute_kernel", 16, 16)):
+    spec = importlib.util.spec_from_file_location(kernel, sys.argv[1] + "/" + path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    fn = getattr(module, kernel)
+    consts = {"K": 1024, "D": 64, "BLOCK_T": bt, "BLOCK_K": bk}
+    src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
+    assert triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["cubin"]
+    print(path, "compiled for sm_90")
+"""
+
+
+@pytest.mark.slow
+def test_candidates_compile_for_an_h200_without_one(tmp_path: Path) -> None:
+    """The GPU path (sm_90 tiles) lowers to a cubin with Triton's own ptxas: no GPU needed. In a fresh
+    process, because triton imported under the interpreter cannot compile for a GPU afterwards."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["TRITON_CACHE_DIR"] = str(tmp_path)
+    done = subprocess.run([sys.executable, "-c", AOT_COMPILE, str(EXAMPLE / "kernels")], env=env,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.count("compiled for sm_90") == 2
