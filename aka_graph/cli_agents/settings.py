@@ -26,7 +26,11 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSWORD|CREDENTIAL|AUTH", re.IGNORECASE)
+# a variable holds a secret when one of its _-separated words says so (ANTHROPIC_API_KEY, *_TOKEN, ...),
+# not when a word merely contains it (GIT_AUTHOR_NAME, KEYBOARD_LAYOUT)
+SECRET_NAME = re.compile(
+    r"(?:^|_)(?:KEY|APIKEY|TOKEN|SECRET|PASSWORD|PASSWD|PAT|CREDENTIALS?)(?:_|$)", re.IGNORECASE
+)
 SECRET_FLAGS = ("--api-key", "--apikey", "--token", "--auth-token", "--password")
 MIN_SECRET_LEN = 8
 

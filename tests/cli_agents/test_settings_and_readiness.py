@@ -83,6 +83,10 @@ def test_a_secret_value_or_key_flag_in_argv_is_refused() -> None:
         check_argv_has_no_secrets(["claude", "--settings", f'{{"apiKey": "{SECRET}"}}'], env)
     with pytest.raises(ValueError, match="--api-key"):
         check_argv_has_no_secrets(["pi", "--api-key=whatever"], env)
+    with pytest.raises(ValueError, match="CLAUDE_CODE_OAUTH_TOKEN"):
+        check_argv_has_no_secrets(["claude", f"x{SECRET}"], {"CLAUDE_CODE_OAUTH_TOKEN": SECRET})
+    # a name that merely contains such a word is not a secret: the author's name may be in a prompt
+    check_argv_has_no_secrets(["claude", "by Jane Developer"], {"GIT_AUTHOR_NAME": "Jane Developer"})
 
 
 def test_a_backend_refuses_to_start_a_cli_with_a_key_in_argv(
