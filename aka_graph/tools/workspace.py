@@ -91,6 +91,13 @@ class OperatorInstall:
     missing: list[str] = field(default_factory=list)
 
 
+def _differs(installed: Path, source: Path) -> bool:
+    """An installed operator file that differs from the source (a derived public problem may come later)."""
+    if not installed.is_file():
+        return installed.name != "agent_problem.json"
+    return sha256_file(installed) != sha256_file(source)
+
+
 def _matches(path: str, patterns: tuple[str, ...] | list[str]) -> bool:
     return any(fnmatch.fnmatch(path, p) or path == p for p in patterns)
 
@@ -254,8 +261,7 @@ class CampaignWorkspace:
         existing = sorted(p.name for p in dest.iterdir() if p.name != ".gitkeep")
         installed_before = existing and self._op_installed()
         if installed_before:
-            changed = [name for name, src in sources.items()
-                       if not (dest / name).is_file() or sha256_file(dest / name) != sha256_file(src)]
+            changed = [name for name, src in sources.items() if _differs(dest / name, src)]
             extra = [n for n in existing if n not in sources and n != "agent_problem.json"]
             if changed or extra:
                 raise WorkspaceError(

@@ -97,6 +97,20 @@ def test_native_production_keeps_exact_shapes_out(tmp_path: Path) -> None:
     assert "shapes.json" not in ws.repo.git.ls_files()
 
 
+def test_derived_public_problem_can_be_added_later(tmp_path: Path) -> None:
+    op = _native_op(tmp_path)
+    (op / "agent_problem.json").unlink()
+    ws = _ws(tmp_path, production=True)
+    assert ws.install_operator(op, production=True).missing == ["agent_problem.json"]
+    derived = tmp_path / "derived.json"
+    derived.write_text('{"schema": "atrex.agent_problem.v1"}\n')
+    installed = ws.install_operator(op, production=True, agent_problem=derived)
+    assert installed.missing == [] and "op/agent_problem.json" in ws.repo.git.ls_files().split()
+    derived.write_text("{}\n")
+    with pytest.raises(WorkspaceError, match="different operator"):
+        ws.install_operator(op, production=True, agent_problem=derived)
+
+
 def test_not_an_operator_dir_is_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(WorkspaceError, match="not an operator directory"):
         _ws(tmp_path).install_operator(tmp_path, production=False)
