@@ -10,6 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import sqlite3
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -79,8 +81,23 @@ class Ledger:
         # nodes may run in LangGraph's worker threads: one connection, guarded by SQLite's own locking
         conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30)
         self.db = sqlite_utils.Database(conn)
-        self.db.execute("PRAGMA journal_mode=WAL")
-        self._ensure_schema()
+        self._lock = threading.Lock()  # one transaction at a time on the shared connection
+        self._initialise()
+
+    def _initialise(self, attempts: int = 50) -> None:
+        """WAL mode + tables, retried: switching the journal mode does not wait on SQLite's busy timeout
+        when several coordinator threads open a fresh ledger at once."""
+        for attempt in range(attempts):
+            try:
+                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+                    self.db.execute("PRAGMA journal_mode=WAL")
+                with self._lock:
+                    self._ensure_schema()
+                return
+            except sqlite3.OperationalError as e:
+                if "locked" not in str(e) or attempt == attempts - 1:
+                    raise
+                time.sleep(0.05 + 0.01 * attempt)
 
     def _ensure_schema(self) -> None:
         if EVALUATIONS not in self.db.table_names():
@@ -89,20 +106,37 @@ class Ledger:
                  "status": str, "objective": float, "geomean_latency_us": float,
                  "geomean_utilization_pct": float, "timing_method": str, "authoritative": int,
                  "kernel_path": str, "result_path": str, "message": str, "recorded_at": str},
-                pk="id", not_null={"key", "role", "kernel_sha256", "status"})
-            self.db[EVALUATIONS].create_index(["key"], unique=True)
+                pk="id", not_null={"key", "role", "kernel_sha256", "status"}, if_not_exists=True)
+            self.db[EVALUATIONS].create_index(["key"], unique=True, if_not_exists=True)
         if DECISIONS not in self.db.table_names():
             self.db[DECISIONS].create(
                 {"id": int, "key": str, "episode": int, "kind": str, "decision": str,
                  "incumbent_sha256": str, "candidate_sha256": str, "numbers": str, "message": str,
-                 "recorded_at": str}, pk="id", not_null={"key", "kind", "decision"})
-            self.db[DECISIONS].create_index(["key"], unique=True)
+                 "recorded_at": str}, pk="id", not_null={"key", "kind", "decision"}, if_not_exists=True)
+            self.db[DECISIONS].create_index(["key"], unique=True, if_not_exists=True)
         if AGENT_RUNS not in self.db.table_names():
             self.db[AGENT_RUNS].create(
                 {"id": int, "key": str, "episode": int, "trial": int, "role": str, "attempt": int,
                  "session_id": str, "input": int, "output": int, "cache_read": int, "cache_write": int,
-                 "total": int, "accuracy": str, "recorded_at": str}, pk="id", not_null={"key", "role"})
-            self.db[AGENT_RUNS].create_index(["key"], unique=True)
+                 "total": int, "accuracy": str, "recorded_at": str}, pk="id", not_null={"key", "role"},
+                if_not_exists=True)
+            self.db[AGENT_RUNS].create_index(["key"], unique=True, if_not_exists=True)
+
+    def _upsert(self, table: str, row: dict[str, Any], update_when: str | None) -> int:
+        """Insert by unique key in ONE statement (atomic across connections and processes); on a
+        conflict update the row only when `update_when` (SQL over the old row and `excluded`) holds."""
+        columns = list(row)
+        sql = (f"insert into {table} ({', '.join(columns)}) values ({', '.join('?' * len(columns))}) "
+               "on conflict(key) do ")
+        if update_when is None:
+            sql += "nothing"
+        else:
+            sets = ", ".join(f"{c} = excluded.{c}" for c in columns if c != "key")
+            sql += f"update set {sets} where {update_when}"
+        with self._lock, self.db.conn:
+            self.db.conn.execute(sql, [row[c] for c in columns])
+            found = self.db.conn.execute(f"select id from {table} where key = ?", [row["key"]]).fetchone()
+        return int(found[0])
 
     # ---- evaluations ----------------------------------------------------------------------------
     def record(self, result: EvaluationResult, *, episode: int | None, trial: int | None, role: str,
@@ -123,14 +157,8 @@ class Ledger:
             "kernel_path": str(kernel_path), "result_path": str(result_path), "message": result.message,
             "recorded_at": _now(),
         }
-        with self.db.conn:
-            existing = list(self.db[EVALUATIONS].rows_where("key = ?", [key]))
-            if existing:
-                old = existing[0]
-                if old["status"] == "INFRA_ERROR" and result.status != "INFRA_ERROR":
-                    self.db[EVALUATIONS].update(old["id"], row)
-                return int(old["id"])
-            return int(self.db[EVALUATIONS].insert(row).last_pk)
+        return self._upsert(EVALUATIONS, row, update_when=(
+            f"{EVALUATIONS}.status = 'INFRA_ERROR' and excluded.status != 'INFRA_ERROR'"))
 
     def entries(self, episode: int | None = None, role: str | None = None) -> list[LedgerEntry]:
         where, args = [], []
@@ -160,12 +188,7 @@ class Ledger:
                "incumbent_sha256": incumbent_sha256, "candidate_sha256": candidate_sha256,
                "numbers": json.dumps(numbers or {}, sort_keys=True, default=str), "message": message,
                "recorded_at": _now()}
-        with self.db.conn:
-            existing = list(self.db[DECISIONS].rows_where("key = ?", [key]))
-            if existing:
-                self.db[DECISIONS].update(existing[0]["id"], row)
-                return int(existing[0]["id"])
-            return int(self.db[DECISIONS].insert(row).last_pk)
+        return self._upsert(DECISIONS, row, update_when="1")
 
     def decisions(self, episode: int | None = None) -> list[DecisionEntry]:
         rows = self.db[DECISIONS].rows_where(
@@ -184,11 +207,7 @@ class Ledger:
                "session_id": session_id, "input": tokens.input, "output": tokens.output,
                "cache_read": tokens.cache_read, "cache_write": tokens.cache_write, "total": tokens.total,
                "accuracy": tokens.accuracy, "recorded_at": _now()}
-        with self.db.conn:
-            existing = list(self.db[AGENT_RUNS].rows_where("key = ?", [key]))
-            if existing:
-                return int(existing[0]["id"])
-            return int(self.db[AGENT_RUNS].insert(row).last_pk)
+        return self._upsert(AGENT_RUNS, row, update_when=None)
 
     def token_total(self) -> int:
         rows = list(self.db.query(f"select coalesce(sum(total), 0) as t from {AGENT_RUNS}"))

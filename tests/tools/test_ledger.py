@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 from aka_graph.cli_agents.base import TokenUsage
@@ -72,3 +73,31 @@ def test_agent_token_spend_counted_once(tmp_path: Path) -> None:
                                 tokens=usage)
     ledger.record_agent_run(episode=1, trial=2, role="implementer", attempt=0, session_id="s", tokens=usage)
     assert ledger.token_total() == 30
+
+
+def test_concurrent_recorders_count_each_trial_once(tmp_path: Path) -> None:
+    db = tmp_path / "l.sqlite"
+    opened = [threading.Thread(target=Ledger, args=(db,)) for _ in range(3)]  # racing schema creation
+    for t in opened:
+        t.start()
+    for t in opened:
+        t.join()
+    shared = Ledger(db)
+
+    errors: list[BaseException] = []
+
+    def work(i: int) -> None:
+        ledger = shared if i % 2 else Ledger(db)  # one connection shared by threads, and separate ones
+        try:
+            for trial in range(5):
+                _record(ledger, tmp_path, f"{trial}" * 64, trial=trial)
+        except BaseException as e:
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert sorted(e.trial for e in shared.entries(1)) == [0, 1, 2, 3, 4]
