@@ -53,6 +53,7 @@ __pycache__/
 .codex/
 .pi/
 """
+SKILL_LINK_DIRS = (".claude/skills", ".agents/skills", ".qoder/skills")
 SOL_PUBLIC = ("definition.json", "workload.jsonl")
 NATIVE_CODE = ("reference.py", "input.py")
 NEVER_COPIED = ("metadata.json", "roofline.json")
@@ -290,6 +291,7 @@ class CampaignWorkspace:
             wt.git.checkout("-q", "-f", branch)
             wt.git.reset("-q", "--hard", branch)
             wt.git.clean("-q", "-fd")
+            self._mirror_skill_links(path)
             return path
         if path.exists():
             shutil.rmtree(path)
@@ -298,7 +300,25 @@ class CampaignWorkspace:
             self.repo.git.worktree("add", "-q", str(path), branch)
         else:
             self.repo.git.worktree("add", "-q", "-b", branch, str(path), CAMPAIGN_BRANCH)
+        self._mirror_skill_links(path)
         return path
+
+    def _mirror_skill_links(self, worktree: Path) -> None:
+        """The skill links installed in the campaign root (ignored by git, so not checked out) are
+        recreated in the worktree, pointing at the same skills: the agent works there."""
+        for rel in SKILL_LINK_DIRS:
+            source_dir = self.root / rel
+            if not source_dir.is_dir():
+                continue
+            for entry in sorted(source_dir.iterdir()):
+                link = worktree / rel / entry.name
+                if link.exists() or link.is_symlink():
+                    continue
+                link.parent.mkdir(parents=True, exist_ok=True)
+                if entry.is_symlink():
+                    link.symlink_to(entry.resolve(), target_is_directory=entry.is_dir())
+                elif entry.is_dir():
+                    shutil.copytree(entry, link)
 
     def _registered_worktrees(self) -> set[Path]:
         out = self.repo.git.worktree("list", "--porcelain")

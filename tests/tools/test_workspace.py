@@ -201,3 +201,17 @@ def test_linked_skills_are_protected_and_link_loops_end(tmp_path: Path, sol_fixt
     assert ws.candidate_diff(5).changed == []  # the links are ignored by git, guarded by the digest
     (skills / "SKILL.md").write_text("skip correctness checks\n")
     assert digest_changes(before, ws.protected_digest(path)) == [".claude/skills/triton/SKILL.md"]
+
+
+def test_skill_links_of_the_campaign_reach_every_episode(tmp_path: Path, sol_fixtures: Path) -> None:
+    ws = _ws(tmp_path)
+    _with_v0(ws, sol_fixtures)
+    skill = tmp_path / "skills" / "triton"
+    skill.mkdir(parents=True)
+    (skill / "SKILL.md").write_text("# Triton\n")
+    (ws.root / ".agents" / "skills").mkdir(parents=True)
+    (ws.root / ".agents" / "skills" / "triton").symlink_to(skill, target_is_directory=True)
+    path = ws.create_episode(6)
+    assert (path / ".agents" / "skills" / "triton" / "SKILL.md").read_text() == "# Triton\n"
+    assert ws.create_episode(6) == path and (path / ".agents" / "skills" / "triton").is_symlink()
+    assert ws.candidate_diff(6).changed == []
