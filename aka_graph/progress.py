@@ -15,8 +15,9 @@ from rich.table import Table
 class Progress:
     """Consumes the runner's `stream(..., stream_mode=["tasks", "custom", "updates"])` chunks."""
 
-    def __init__(self, stream: TextIO | None = None, live: bool = False) -> None:
+    def __init__(self, stream: TextIO | None = None, live: bool = False, label: str = "") -> None:
         self.stream = stream or sys.stderr
+        self.label = f"[{label}] " if label else ""
         self.node = "-"
         self.episode: int | None = None
         self.kind = ""
@@ -42,9 +43,9 @@ class Progress:
     def log(self, line: str) -> None:
         stamp = time.strftime("%H:%M:%S")
         if self._live is not None:
-            self._live.console.print(f"[dim]{stamp}[/dim] {line}")
+            self._live.console.print(f"[dim]{stamp}[/dim] {self.label}{line}", markup=False, highlight=False)
         else:
-            print(f"{stamp} {line}", file=self.stream, flush=True)
+            print(f"{stamp} {self.label}{line}", file=self.stream, flush=True)
 
     def handle(self, mode: str, payload: Any) -> None:
         if mode == "tasks" and isinstance(payload, dict) and "input" in payload:

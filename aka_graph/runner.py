@@ -92,18 +92,74 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
 
 
-def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
-    """The campaign directory name (op, framework, platform, production) — resolved like preprocess does."""
-    from aka_graph.nodes.preprocess import operator_identity, resolve_target
-    from aka_graph.tools.workspace import campaign_dir_name
+def _target(config: CampaignConfig, context: CampaignContext) -> tuple[str, list[str]]:
+    from aka_graph.nodes.preprocess import resolve_target
 
-    op_name, _ = operator_identity(Path(config.op_dir))
     health = context.sandbox.health()
     detected = health.device.get("name") if health.healthy else None
     if detected and detected.lower().startswith("cpu"):
         detected = None
-    platform, _, _, _ = resolve_target(config.platform, detected)
+    platform, _, frameworks, _ = resolve_target(config.platform, detected)
+    return platform, frameworks
+
+
+def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
+    """The campaign directory name (op, framework, platform, production) — resolved like preprocess does."""
+    from aka_graph.nodes.preprocess import operator_identity
+    from aka_graph.tools.workspace import campaign_dir_name
+
+    op_name, _ = operator_identity(Path(config.op_dir))
+    platform, _ = _target(config, context)
     return campaign_dir_name(op_name, config.framework, platform, config.optimization_mode == "production")
+
+
+def available_frameworks(config: CampaignConfig, context: CampaignContext | None = None) -> list[str]:
+    """Every framework the target supports (the campaigns `run` starts when --framework is omitted)."""
+    return _target(config, context_for(context, config))[1]
+
+
+def run_campaigns(configs: list[CampaignConfig], quiet: bool = False) -> list[RunOutcome]:
+    """One campaign per config, concurrently (threads; one checkpoint database, one thread id each).
+
+    `stop` ends them all: SIGTERM records the stop in each campaign and exits, like a single campaign.
+    """
+    import threading
+
+    outcomes: dict[int, RunOutcome] = {}
+    errors: dict[int, BaseException] = {}
+
+    def work(index: int, config: CampaignConfig) -> None:
+        try:
+            progress = Progress.for_terminal(quiet=True) if quiet else Progress(label=config.framework)
+            outcomes[index] = run_campaign(config, progress=progress)
+        except BaseException as e:  # reported below, in the main thread
+            errors[index] = e
+
+    def on_term(signum: int, frame: Any) -> None:
+        for config in configs:
+            workspace = Path(config.workspace).resolve()
+            for tid in list_threads(workspace):
+                _record_stop(workspace / tid, "stop requested")
+                control_path(workspace, tid, "pid").unlink(missing_ok=True)
+        print("campaigns stopped; run the same command to resume them", file=sys.stderr, flush=True)
+        os._exit(EXIT_STOPPED)
+
+    previous = signal.signal(signal.SIGTERM, on_term)
+    try:
+        threads = [
+            threading.Thread(target=work, args=(i, c), name=f"campaign-{c.framework}", daemon=True)
+            for i, c in enumerate(configs)
+        ]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            while thread.is_alive():
+                thread.join(0.2)
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    if errors:
+        raise next(iter(errors.values()))
+    return [outcomes[i] for i in sorted(outcomes)]
 
 
 def list_threads(workspace: Path) -> list[str]:

@@ -84,7 +84,11 @@ def register(app: typer.Typer) -> None:
             ),
         ] = None,
         framework: Annotated[
-            str | None, typer.Option(help="triton, gluon, cute_dsl or cuda (default triton).")
+            str | None,
+            typer.Option(
+                help="triton, gluon, cute_dsl or cuda. Omit: one campaign per framework the target "
+                "GPU supports, run concurrently (CPU/interpreter: triton)."
+            ),
         ] = None,
         agent_cli: Annotated[str | None, typer.Option(help="claude, codex, qoder, pi or replay.")] = None,
         replay_script: Annotated[Path | None, typer.Option(help="Script of the replay backend.")] = None,
@@ -180,7 +184,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run an optimization campaign (re-running the same command resumes it)."""
         from aka_graph.progress import Progress
-        from aka_graph.runner import CampaignConflict, run_campaign
+        from aka_graph.runner import CampaignConflict, available_frameworks, run_campaign, run_campaigns
 
         explicit = dict(
             platform=platform,
@@ -212,6 +216,16 @@ def register(app: typer.Typer) -> None:
         )
         config = build_config(explicit, op_dir)
         try:
+            if framework is None and op_dir is not None and len(fws := available_frameworks(config)) > 1:
+                # no --framework: one campaign per framework the target supports, run concurrently
+                outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
+                for each in outcomes:
+                    print_outcome(each.values, each.status)
+                if any(each.status == "stopped" for each in outcomes):
+                    raise typer.Exit(3)
+                return
+            if framework is None and op_dir is not None:
+                config = config.model_copy(update={"framework": available_frameworks(config)[0]})
             outcome = run_campaign(config, progress=Progress.for_terminal(quiet))
         except CampaignConflict as e:
             typer.echo(f"error: {e}", err=True)

@@ -4,6 +4,7 @@ count and the Gluon lock. Re-run after a crash, it reads the written record back
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +55,16 @@ def memory_decision(state: CampaignState, decision: Decision) -> str:
     return "rejected"
 
 
+def verdict_numbers(path: Path, decision: Decision) -> dict[str, Any]:
+    """The decision plus, when verification ran, every number it was based on (ratios, t, p, guard)."""
+    numbers = (
+        json.loads(path.read_text()).get("numbers", {})
+        if path.is_file() and decision.outcome in ("promoted", "rejected", "incomparable")
+        else {}
+    )
+    return {**decision.model_dump(), "numbers": numbers}
+
+
 def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     ws = workspace_of(state)
@@ -84,7 +95,7 @@ def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str
             framework=state.episode_framework,
             commit=commit if promoted else None,
             reason=decision.reason,
-            verdict=decision.model_dump(),
+            verdict=verdict_numbers(ws.results_dir / f"e{episode}" / "verify" / "verdict.json", decision),
             experiments=experiments,
             quality_gate=QualityGate(
                 passed=state.policy_ok is not False,

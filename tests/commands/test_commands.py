@@ -189,3 +189,22 @@ def test_stop_ends_a_running_campaign_and_its_agent_then_run_resumes_it(tmp_path
 def test_stop_without_a_running_campaign_fails_clearly(tmp_path: Path) -> None:
     result = RUNNER.invoke(app, ["stop", "--workspace", str(tmp_path)])
     assert result.exit_code == 1 and "no running campaign" in result.output
+
+
+@pytest.mark.slow
+def test_without_framework_every_framework_of_the_target_runs_as_its_own_campaign(tmp_path: Path) -> None:
+    args = [a if a != "cpu" else "H200" for a in run_args(tmp_path)]
+    done = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *args],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = json.loads(RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws"), "--json"]).stdout)
+    assert sorted(r["campaign"] for r in rows) == [
+        f"kernel_opt_fake_op_{fw}_H200" for fw in ("cuda", "cute_dsl", "gluon", "triton")
+    ]
+    assert all(r["state"] == "finished" and r["incumbent"]["version"] == 1 for r in rows)
+    assert "[gluon] " in done.stderr and "[cuda] " in done.stderr
