@@ -68,5 +68,6 @@ class EvaluationResult(BaseModel):
     operator: str = ""
     format: Literal["sol", "native", ""] = ""
     seed_scales: list[float] = Field(default_factory=list, description="input scale of each seed")
+    phases_s: dict[str, float] = Field(default_factory=dict, description="harness wall time per phase")
 
     model_config = {"populate_by_name": True}

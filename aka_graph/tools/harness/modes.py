@@ -4,6 +4,7 @@ correctness on every timed workload -> timing with re-validation -> speed-of-lig
 from __future__ import annotations
 
 import statistics
+import time
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ from . import report
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
+from .worker_proc import become_subreaper, kill_strays
 
 READY_TIMEOUT_S = 180.0
 
@@ -190,6 +192,25 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
     )
 
 
+def _stop_workers(states: list[KernelState]) -> None:
+    """Kill every worker, then every process a candidate left behind (re-parented to us as the
+    subreaper): leaving one is a REWARD_HACK, attributed through the worker's private build dir."""
+    for ks in states:
+        ks.worker.kill()
+    strays = kill_strays(known=set())
+    for pid, environ in strays:
+        owners = [ks for ks in states if str(ks.worker.build_dir) in environ] or states
+        for ks in owners:  # dominates any earlier verdict: the process could have rewritten it
+            ks.alive = False
+            ks.error = (
+                "REWARD_HACK",
+                f"the kernel left a process running after its calls (pid {pid}); "
+                "candidates must not fork or daemonise",
+            )
+    for ks in states:
+        ks.worker.close()
+
+
 def pattern_order(pattern: str, labels: list[str]) -> list[str]:
     """'ABBA' -> labels: a character that is a label names it, else A = first kernel, B = second, ..."""
     order = []
@@ -207,16 +228,19 @@ def run(
     settings: Settings, kernels: dict[str, Path], pattern: str = "A", repeats: int = 1
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times."""
+    t0 = time.perf_counter()
+    become_subreaper()
     session = Session(settings)
+    order = pattern_order(pattern, list(kernels))
     states = _start(session, kernels)
+    phases = {"startup": time.perf_counter() - t0}
     rounds: list[dict[str, Any]] = []
     ref_timing: dict[int, Any] = {}
     try:
         _correctness(session, states)
-        timed = [ks for ks in states if ks.passed and ks.alive]
-        if timed:
-            order = pattern_order(pattern, [ks.label for ks in states])
-            by_label = {ks.label: ks for ks in timed}
+        phases["correctness"] = time.perf_counter() - t0 - sum(phases.values())
+        by_label = {ks.label: ks for ks in states if ks.passed and ks.alive}
+        if by_label:
             for rep in range(repeats):
                 for pos, label in enumerate(order):
                     ks = by_label.get(label)
@@ -229,12 +253,17 @@ def run(
                             if value is not None:
                                 lat[session.workload_id(idx)] = value
                     rounds.append({"label": label, "repeat": rep, "position": pos, "latency_us": lat})
+            phases["timing"] = time.perf_counter() - t0 - sum(phases.values())
             for idx in session.indices:
                 try:
                     ref_timing[idx] = session.reference.time(idx, session.bench_seed, session.l2_bytes)
                 except Exception:  # an untimeable reference leaves the column empty, never a failure
                     ref_timing[idx] = None
+            phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
-        for ks in states:
-            ks.worker.close()
-    return {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}, rounds
+        _stop_workers(states)
+    phases["total"] = time.perf_counter() - t0
+    results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
+    for res in results.values():
+        res["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
+    return results, rounds

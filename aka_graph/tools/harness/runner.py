@@ -66,10 +66,21 @@ def digest(values: list[Any]) -> list[float]:
         if isinstance(v, torch.Tensor) and v.numel() == 0:
             out.append(0.0)
         elif isinstance(v, torch.Tensor):
-            f = v.detach().double()
-            f = torch.nan_to_num(f, nan=0.0, posinf=1e30, neginf=-1e30)
-            idx = torch.arange(f.numel(), device=f.device, dtype=torch.float64) % 1009
-            out.append(float(f.sum()) + float((f.reshape(-1) * idx).sum()))
+            flat = v.detach().reshape(-1)
+            if flat.dtype == torch.bool or not (flat.dtype.is_floating_point or flat.dtype.is_complex):
+                flat = flat.to(torch.int64)
+            elif flat.element_size() == 1:  # fp8: no reductions
+                flat = flat.to(torch.float32)
+            step = max(1, flat.numel() // 65536)
+            sample = torch.nan_to_num(flat[::step].double(), nan=0.0, posinf=1e30, neginf=-1e30)
+            weights = torch.arange(sample.numel(), device=sample.device, dtype=torch.float64) % 1009
+            total = torch.nan_to_num(
+                flat.sum(dtype=torch.float32).double() if flat.is_floating_point() else flat.sum().double(),
+                nan=0.0,
+                posinf=1e30,
+                neginf=-1e30,
+            )
+            out.append(float(total) + float((sample * weights).sum()))
         elif isinstance(v, int | float | bool):
             out.append(float(v))
         else:

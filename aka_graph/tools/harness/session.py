@@ -136,11 +136,9 @@ class Session:
         self.call_timeout = settings.call_timeout or (30.0 if self.device.type == "cuda" else 300.0)
         base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds))]
         # + one seed at another scale, + the first seed's edges around fresh interior rows
-        self.seeds: list[tuple[int, float, int | None]] = [
-            *base,
-            (fresh_seed(), settings.scale, None),
-            (base[0][0], 1.0, fresh_seed()),
-        ]
+        self.seeds: list[tuple[int, float, int | None]] = [*base, (fresh_seed(), settings.scale, None)]
+        if self.op.kind == "sol":  # native inputs come from input.py: no scaling or mixing applies
+            self.seeds.append((base[0][0], 1.0, fresh_seed()))
         self.bench_seed = fresh_seed()
         self.reference = Reference(self.op, self.device, self.seeds[0][0])
         self.sol: dict[int, SolBound] = {}

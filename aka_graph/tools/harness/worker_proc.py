@@ -122,3 +122,52 @@ class WorkerProcess:
         import shutil
 
         shutil.rmtree(self.build_dir, ignore_errors=True)
+
+
+def become_subreaper() -> bool:
+    """PR_SET_CHILD_SUBREAPER: anything a worker double-forks is re-parented to us, not to init, so it
+    can be found and killed before the verdict is written (and can never rewrite it afterwards)."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL("libc.so.6").prctl(36, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        return False
+
+
+def _children(pid: int) -> list[int]:
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        fields = stat[stat.rindex(")") + 2 :].split()
+        if int(fields[1]) == pid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _environ(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def kill_strays(known: set[int]) -> list[tuple[int, str]]:
+    """Kill every child of this process that is not a known worker; (pid, its environment) of each."""
+    strays = []
+    for _ in range(20):  # a stray may fork again while we kill: repeat until none are left
+        found = [pid for pid in _children(os.getpid()) if pid not in known]
+        if not found:
+            break
+        for pid in found:
+            strays.append((pid, _environ(pid)))
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            with contextlib.suppress(ChildProcessError):
+                os.waitpid(pid, 0)
+    return strays
