@@ -125,6 +125,11 @@ def test_status_shows_budget_versions_and_incumbent_of_a_finished_campaign(tmp_p
     assert "v0: baseline" in result.stdout and "v1: promoted" in result.stdout
     rows = json.loads(RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws"), "--json"]).stdout)
     assert rows[0]["incumbent"]["version"] == 1 and rows[0]["state"] == "finished"
+    campaign_dir = tmp_path / "ws" / rows[0]["campaign"]
+    (campaign_dir / "report" / "report.md").unlink()
+    report = RUNNER.invoke(app, ["report", str(campaign_dir)])
+    assert report.exit_code == 0 and (campaign_dir / "report" / "report.md").is_file()
+    assert RUNNER.invoke(app, ["report", str(tmp_path)]).exit_code == 2
 
 
 def test_status_of_an_empty_workspace_says_so(tmp_path: Path) -> None:
