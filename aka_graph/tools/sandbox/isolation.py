@@ -64,7 +64,9 @@ def bwrap_argv(config: BwrapConfig, argv: Iterable[str]) -> list[str]:
     args = [
         config.bwrap,
         "--die-with-parent",
-        "--new-session",
+        # No --new-session: jobs never have a controlling terminal, and staying in the caller's process
+        # group lets one group kill reach bubblewrap's inner process even mid-setup, before
+        # --die-with-parent is armed there.
         "--unshare-net",
         "--unshare-pid",
         "--unshare-ipc",

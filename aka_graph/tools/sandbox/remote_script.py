@@ -45,7 +45,10 @@ while IFS= read -r root; do
   ( sh "$root/job.sh" >"$root/stdout" 2>"$root/stderr" </dev/null
     rm -f "$root/timeout.pid"; echo "done $root" ) &
 done
-for r in $roots; do [ -f "$r/timeout.pid" ] && kill -TERM "$(cat "$r/timeout.pid")" 2>/dev/null; done
+stop() {
+  for r in $roots; do [ -f "$r/timeout.pid" ] && kill -"$1" "-$(cat "$r/timeout.pid")" 2>/dev/null; done
+}
+stop TERM; sleep 1; stop KILL
 exit 0
 """
 
@@ -84,9 +87,14 @@ class JobScript:
             ]
         command = " ".join(q(a) for a in self.sandbox_argv)
         parts += [
-            f"timeout -k {self.kill_grace_s:g} {self.timeout_s:g} {command} 0>{root}/started 9>&- &",
-            f"tpid=$!; echo $tpid > {root}/timeout.pid",  # the executor stops it if the connection dies
-            "wait $tpid; rc=$?",
+            # timeout's pid is recorded before it starts (exec keeps the pid), so the executor can stop
+            # the job if the connection dies at any moment after this line.
+            f"sh -c 'echo $$ > \"$0\"; exec \"$@\"' {root}/timeout.pid"
+            f" timeout -k {self.kill_grace_s:g} {self.timeout_s:g} {command} 0>{root}/started 9>&- &",
+            "wait $!; rc=$?",
+            # timeout exits as soon as bubblewrap's outer process dies, which can leave the namespace's
+            # init (it ignores SIGTERM) and the candidate behind: SIGKILL the whole group, always.
+            f'kill -KILL "-$(cat {root}/timeout.pid)" 2>/dev/null',
             f"started=$(cat {root}/started 2>/dev/null)",
             "finish",
         ]
