@@ -36,8 +36,10 @@ REJECTED = {"REWARD_HACK", "INCORRECT"}
 
 # Cheats whose trick exists only on a CUDA device; on CPU they compute honestly.
 GPU_ONLY = {"adv_side_stream", "adv_skip_during_capture", "adv_capture_trivial_kernel"}
+# Leaves no result at all (it kills the harness): tested on its own below.
+NO_RESULT = {"adv_kill_harness"}
 
-CPU_CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in GPU_ONLY)
+CPU_CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in GPU_ONLY | NO_RESULT)
 
 # Honest candidates: (candidate, fixture, shape ids or None for all workloads).
 HONEST = [
@@ -101,6 +103,17 @@ def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: P
 
 
 @pytest.mark.slow
+def test_candidate_that_kills_the_harness_never_gets_a_passing_verdict(tmp_path: Path) -> None:
+    try:
+        result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_kill_harness",
+                             CHEAT_SHAPES, timeout_s=120, settle_s=0.5)
+    except AssertionError as exc:  # no result.json: the coordinator reports INFRA_ERROR, never a score
+        assert "wrote no result.json" in str(exc)
+        return
+    assert result["status"] in REJECTED | {"RUNTIME_ERROR", "INFRA_ERROR"}, describe(result)
+
+
+@pytest.mark.slow
 @pytest.mark.parametrize(("candidate", "fixture", "shape_ids"), HONEST, ids=[h[0] for h in HONEST])
 def test_honest_candidate_passes(candidate: str, fixture: str, shape_ids: list[str] | None,
                                  tmp_path: Path) -> None:
@@ -119,7 +132,7 @@ def test_native_triton_model_passes_on_a_subset_of_its_shapes(tmp_path: Path) ->
 
 def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
     names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
-    assert names == set(CPU_CHEATS) | GPU_ONLY | GPU_HONEST | {h[0] for h in HONEST}
+    assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | GPU_HONEST | {h[0] for h in HONEST}
     for sol in CANDIDATES.glob("*/solution.json"):
         spec = json.loads(sol.read_text())
         assert spec["spec"]["destination_passing_style"] is False
