@@ -74,7 +74,13 @@ def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[
     ws = CampaignWorkspace.open_or_create(
         Path(config.workspace), op_name, config.framework, platform, production
     )
-    ws.install_operator(op_dir, production)
+    install = ws.install_operator(op_dir, production)
+    tokens = sessions = 0
+    if "agent_problem.json" in install.missing:  # production, native, no public problem supplied
+        from aka_graph.nodes.problem import derive_public_problem
+
+        problem, tokens, sessions = derive_public_problem(ctx, config, ws, op_dir)
+        ws.install_operator(op_dir, production, agent_problem=problem)
     if ctx.skills_dir is not None:
         from aka_graph.cli_agents.assets import install_workspace_assets
 
@@ -91,4 +97,4 @@ def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[
     }
     update_live(ws, state.model_copy(update=update), "preprocess", f"campaign {ws.root.name} ready")
     emit(runtime, ctx, "preprocess", "ready", workspace=str(ws.root), platform=platform, arch=arch)
-    return update
+    return {**update, "tokens_spent": tokens, "agent_sessions": sessions}

@@ -12,6 +12,7 @@ AKA_FAKE_AGENT_SLEEP=s makes every agent turn run `sleep s` in its own session (
 from __future__ import annotations
 
 import hashlib
+import json
 import math
 import os
 import re
@@ -243,6 +244,17 @@ class FakeAgent:
             plan = run.cwd / "plans" / f"episode_{episode}.md"
             plan.parent.mkdir(parents=True, exist_ok=True)
             plan.write_text(f"plan for episode {episode}\n")
+        elif run.role == "problem_deriver":
+            problem = {
+                "schema": "atrex.agent_problem.v1",
+                "objective": "minimise latency",
+                "evaluation": {"exact_cases": "private", "development_cases_are_evaluation_cases": False},
+                "shape_domain": {"n": [1, 4096]},
+                "development_cases": [{"n": 7}],
+            }
+            if self.forbidden_on == ("problem", "leak"):
+                problem["development_cases"] = [{"id": "private_shape_1"}]
+            (run.cwd / "agent_problem.json").write_text(json.dumps(problem))
         elif run.role == "policy_reviewer":
             text = "POLICY: PASS"
         else:
@@ -292,8 +304,6 @@ def make_context(config: CampaignConfig | None = None) -> CampaignContext:
 
 def write_fake_operator(root: Path, name: str = "fake_op") -> Path:
     """A minimal, valid SOL-ExecBench operator directory (the fake evaluator never runs it)."""
-    import json
-
     root.mkdir(parents=True, exist_ok=True)
     definition = {
         "name": name,
@@ -305,4 +315,16 @@ def write_fake_operator(root: Path, name: str = "fake_op") -> Path:
     (root / "definition.json").write_text(json.dumps(definition, indent=2))
     rows = [{"uuid": w, "axes": {"n": 16}, "inputs": {"x": {"type": "random"}}} for w in WORKLOADS]
     (root / "workload.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
+    return root
+
+
+def write_fake_native_operator(root: Path) -> Path:
+    """A minimal native (Atrex-Bench) operator with private shapes and no agent_problem.json."""
+    root.mkdir(parents=True, exist_ok=True)
+    (root / "reference.py").write_text(
+        "import torch\n\nclass Model(torch.nn.Module):\n    def forward(self, x):\n        return x * 2\n"
+    )
+    (root / "input.py").write_text("import torch\n\ndef _make_inputs(n):\n    return [torch.randn(n)]\n")
+    shapes = {f"private_shape_{i}": {"init_kwargs": {}, "input_kwargs": {"n": 100 + i}} for i in range(3)}
+    (root / "shapes.json").write_text(json.dumps(shapes))
     return root

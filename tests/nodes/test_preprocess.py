@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
-from campaign_fakes import make_context, write_fake_operator
+from campaign_fakes import FakeAgent, make_context, write_fake_native_operator, write_fake_operator
 from langgraph.runtime import Runtime
 
 from aka_graph.nodes.preprocess import OperatorError, operator_identity, preprocess
+from aka_graph.nodes.problem import ProblemDerivationError
 from aka_graph.state import CampaignConfig, CampaignState
 from aka_graph.tools.arch import UnknownPlatformError
 
@@ -79,3 +81,34 @@ def test_preprocess_creates_then_reopens_the_same_workspace(tmp_path: Path) -> N
     root = Path(str(first["workspace_root"]))
     assert root.name == "kernel_opt_fake_op_triton_cpu" and (root / "op" / "definition.json").is_file()
     assert json.loads((root / "memory" / "live.json").read_text())["node"] == "preprocess"
+
+
+def test_production_native_operator_gets_a_derived_public_problem_without_private_shapes(
+    tmp_path: Path,
+) -> None:
+    op = write_fake_native_operator(tmp_path / "rms")
+    update = run_preprocess(tmp_path, op, optimization_mode="production")
+    root = Path(str(update["workspace_root"]))
+    problem = json.loads((root / "op" / "agent_problem.json").read_text())
+    assert problem["schema"] == "atrex.agent_problem.v1"
+    assert not (root / "op" / "shapes.json").exists()
+    assert (
+        "private_shape"
+        not in subprocess.run(["git", "log", "-p", "--all"], cwd=root, capture_output=True, text=True).stdout
+    )
+    assert update["tokens_spent"] == 1200 and update["agent_sessions"] == 1
+
+
+def test_a_derived_problem_that_leaks_private_ids_is_refused(tmp_path: Path) -> None:
+    op = write_fake_native_operator(tmp_path / "rms")
+    config = CampaignConfig(
+        op_dir=str(op),
+        agent_cli="fake",
+        workspace=str(tmp_path / "ws"),
+        platform="cpu",
+        optimization_mode="production",
+    )
+    ctx = make_context(config)
+    ctx.agent = FakeAgent(forbidden_on=("problem", "leak"))
+    with pytest.raises(ProblemDerivationError, match="private shape ids"):
+        preprocess(CampaignState(config=config), Runtime(context=ctx))

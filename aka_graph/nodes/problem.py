@@ -1,0 +1,94 @@
+"""Production mode, native operator without `agent_problem.json`: a clean agent session derives the public
+problem from the private shapes — in a scratch directory outside the campaign repository, so the exact
+shapes never enter the workspace. The result must be `atrex.agent_problem.v1` JSON naming no private id."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+from aka_graph.cli_agents.base import AgentResult, AgentRun
+from aka_graph.context import CampaignContext
+from aka_graph.nodes._common import ledger_of, run_agent
+from aka_graph.state import CampaignConfig
+from aka_graph.tools.workspace import CampaignWorkspace
+
+SCHEMA = "atrex.agent_problem.v1"
+PROMPT = (
+    "Derive the PUBLIC optimization problem of this operator for a coding agent that must never see the "
+    "exact benchmark shapes. Read reference.py, input.py and shapes.json (private). Write "
+    f'agent_problem.json with "schema": "{SCHEMA}", objective, evaluation {{"exact_cases": "private", '
+    '"development_cases_are_evaluation_cases": false}, operator_contract, shape_domain (ranges, not the '
+    "exact shapes), invariants, coverage_regimes and a few development_cases that are NOT in shapes.json. "
+    "Do not copy any shape id or exact shape."
+)
+
+
+class ProblemDerivationError(RuntimeError):
+    """The derived public problem is unusable; the message says why and how to supply one instead."""
+
+
+def problem_issue(path: Path, private_ids: list[str]) -> str | None:
+    """What is wrong with a derived agent_problem.json, or None if it is acceptable."""
+    if not path.is_file():
+        return "write agent_problem.json"
+    try:
+        data = json.loads(path.read_text())
+    except json.JSONDecodeError as e:
+        return f"agent_problem.json is not valid JSON ({e}); rewrite it"
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        return f'agent_problem.json must be an object with "schema": "{SCHEMA}"'
+    leaked = [i for i in private_ids if i in path.read_text()]
+    if leaked:
+        return f"agent_problem.json names private shape ids {leaked[:3]}: remove every private id"
+    return None
+
+
+def derive_public_problem(
+    ctx: CampaignContext, config: CampaignConfig, ws: CampaignWorkspace, op_dir: Path
+) -> tuple[Path, int, int]:
+    """(path of the derived agent_problem.json, tokens, sessions); reuses a finished derivation."""
+    scratch = Path(config.workspace).resolve() / "checkpoints" / f"{ws.root.name}.problem"
+    derived, marker = scratch / "agent_problem.json", scratch / "derived.json"
+    private_ids = (
+        list(json.loads((op_dir / "shapes.json").read_text())) if (op_dir / "shapes.json").is_file() else []
+    )
+    if marker.is_file() and problem_issue(derived, private_ids) is None:
+        done = json.loads(marker.read_text())
+        return derived, int(done["tokens"]), int(done["sessions"])
+    scratch.mkdir(parents=True, exist_ok=True)
+    for name in ("reference.py", "input.py", "shapes.json"):
+        if (op_dir / name).is_file():
+            shutil.copyfile(op_dir / name, scratch / name)
+    run = AgentRun(
+        role="problem_deriver",
+        prompt=PROMPT,
+        cwd=scratch,
+        effort=config.agent_effort,
+        timeout_s=config.agent_timeout_s,
+        transcript_dir=ws.transcripts_dir / "problem",
+        labels={"episode": "problem"},
+    )
+
+    def missing(_: AgentResult) -> str | None:
+        return problem_issue(derived, private_ids)
+
+    results, tokens = run_agent(
+        ctx,
+        ctx.agent,
+        run,
+        ledger_of(ws),
+        episode=None,
+        trial=None,
+        missing=missing,
+        max_resumes=config.handoff_resumes,
+    )
+    issue = problem_issue(derived, private_ids)
+    if issue is not None:
+        raise ProblemDerivationError(
+            f"the problem_deriver session did not produce a usable public problem ({issue}); supply "
+            f"{op_dir / 'agent_problem.json'} yourself or run in leaderboard mode"
+        )
+    marker.write_text(json.dumps({"tokens": tokens, "sessions": len(results)}))
+    return derived, tokens, len(results)
