@@ -199,3 +199,25 @@ def test_a_failed_conversion_is_retried_while_stalled_until_max_stall(tmp_path: 
     records = read_version_records(Path(outcome.values["workspace_root"]))
     assert [r.framework for r in records[1:]] == ["triton", "gluon", "gluon"]
     assert all(r.decision == "rejected" for r in records[1:])
+
+
+def test_production_campaign_on_a_native_operator_passes_the_final_policy_check(tmp_path: Path) -> None:
+    from campaign_fakes import write_fake_native_operator
+
+    op = write_fake_native_operator(tmp_path / "rms")
+    config = CampaignConfig(
+        op_dir=str(op),
+        agent_cli="fake",
+        platform="cpu",
+        workspace=str(tmp_path / "ws"),
+        optimization_mode="production",
+        max_iters=1,
+        fast_episodes=1,
+        fast_trials=2,
+    )
+    outcome = run_campaign(config, make_context(config), progress=Progress.for_terminal(quiet=True))
+    root = Path(outcome.values["workspace_root"])
+    assert outcome.values["stop_reason"] == "max-iters"
+    policy = [d for d in Ledger(root / "records" / "ledger.sqlite").decisions() if d.kind == "final_policy"]
+    assert [(d.decision, d.numbers["problems"]) for d in policy] == [("pass", [])]
+    assert outcome.values["submission_path"] is None  # native operators have no SOL submission
