@@ -197,16 +197,22 @@ def wl_latencies(result: dict[str, Any]) -> dict[str, float | None]:
     return {w["id"]: w.get("latency_us") for w in result.get("workloads", [])}
 
 
+def _phases(r: dict[str, Any]) -> str:
+    return " ".join(f"{k} {v:.1f}" for k, v in (r.get("phases_s") or {}).items())
+
+
 def section_ac(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     op, kernel = args.fixtures / "rmsnorm", CANDIDATES / "rmsnorm_triton"
     shape_ids = CPU_ADV_SHAPES if args.device == "cpu" else None
     runs = [evaluate(op, kernel, args.device, seeds=3, shape_ids=shape_ids) for _ in range(args.processes)]
     raw["ac_runs"] = runs
     print("\n## (a) whole evaluation, rmsnorm fixture, Triton candidate, --seeds 3 (goal <= 6 s)")
-    print("| process | status | workloads | timing | wall s |\n| --- | --- | --- | --- | --- |")
+    print("| process | status | workloads PASS | timing | wall s | harness phases s |\n"
+          "| --- | --- | --- | --- | --- | --- |")
     for i, r in enumerate(runs):
-        print(f"| {i + 1} | {r['status']} | {len(r.get('workloads', []))} | {r.get('timing_method')} "
-              f"| {r['_wall_s']:.2f} |")
+        wl_pass = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
+        print(f"| {i + 1} | {r['status']} | {wl_pass}/{len(r.get('workloads', []))} "
+              f"| {r.get('timing_method')} | {r['_wall_s']:.2f} | {_phases(r)} |")
         if r["status"] != "PASS":
             print(f"    message: {r.get('message', '')[:300]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
     walls = [r["_wall_s"] for r in runs]
@@ -273,7 +279,7 @@ def section_d(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     print(f"\n## (d) native rms_norm, {len(r.get('workloads', []))} of {len(shapes)} shapes, Triton Model, "
           f"--seeds 3 (goal <= 30 s for >= 50 shapes)")
     print(f"status {r['status']}, {passed} workloads PASS, wall {r['_wall_s']:.2f} s, timing "
-          f"{r.get('timing_method')}")
+          f"{r.get('timing_method')}, phases {_phases(r)}")
     if r["status"] != "PASS":
         print(f"    message: {r.get('message', '')[:400]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
     lat = [w["latency_us"] for w in r.get("workloads", []) if w.get("latency_us")]
