@@ -130,6 +130,18 @@ def test_native_triton_model_passes_on_a_subset_of_its_shapes(tmp_path: Path) ->
     assert sorted(w["id"] for w in result["workloads"]) == sorted(shapes)
 
 
+@pytest.mark.slow
+def test_native_candidate_cannot_exfiltrate_private_shapes_through_the_result(tmp_path: Path) -> None:
+    """Production mode keeps exact shapes from the agent; the verdict must not carry them back."""
+    shapes = ["t777_h3072_bf16"]
+    result = run_harness(tmp_path, NATIVE_OP, REPO_ROOT / "benchmarks" / "candidates" /
+                         "native_rms_norm_leak_shapes", shapes)
+    assert result["status"] != "PASS"
+    text = str({k: v for k, v in result.items() if k != "_stderr"})
+    assert "num_tokens" not in text and "LEAK" not in text, (
+        "private shapes.json content reached result.json: " + result.get("message", "")[:300])
+
+
 def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
     names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
     assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | GPU_HONEST | {h[0] for h in HONEST}
