@@ -100,14 +100,32 @@ def bwrap_argv(config: BwrapConfig, argv: Iterable[str]) -> list[str]:
     return [*args, "--", *argv]
 
 
+# How the host's GPU runtime is found and kept safe (driver library path, NVLink-multicast guards some
+# hosts require in every process): taken from the host when set there, unless the job sets them itself.
+HOST_RUNTIME_VARS = (
+    "LD_LIBRARY_PATH",
+    "CUDA_HOME",
+    "TRITON_LIBCUDA_PATH",
+    "TRITON_PTXAS_PATH",
+    "NCCL_NVLS_ENABLE",
+    "TORCH_SYMM_MEM_DISABLE_MULTICAST",
+    "NVSHMEM_DISABLE_NVLS",
+)
+
+
+def host_runtime_env(environ: Mapping[str, str]) -> dict[str, str]:
+    return {key: environ[key] for key in HOST_RUNTIME_VARS if environ.get(key)}
+
+
 def job_environment(
     job_env: Mapping[str, str],
     job_dir: str,
     gpu_uuid: str | None,
     default_path: str = DEFAULT_PATH,
+    runtime_env: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
-    """Exactly the job's environment plus what the sandbox must set (PATH, HOME, TMPDIR, GPU)."""
-    env = dict(job_env)
+    """Exactly the job's environment plus what the sandbox must set (PATH, HOME, TMPDIR, GPU runtime)."""
+    env = {**(runtime_env or {}), **job_env}
     env.setdefault("PATH", default_path)
     env["HOME"] = job_dir
     env["TMPDIR"] = f"{job_dir}/.tmp"

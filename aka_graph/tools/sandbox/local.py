@@ -31,6 +31,7 @@ from aka_graph.tools.sandbox.isolation import (
     TOP_LEVEL_SYSTEM_DIRS,
     BwrapConfig,
     bwrap_argv,
+    host_runtime_env,
     job_environment,
 )
 from aka_graph.tools.sandbox.job import HealthReport, SandboxJob, SandboxResult
@@ -83,9 +84,10 @@ class LocalSandbox:
         health_timeout_s: float = 180.0,
         kill_grace_s: float = KILL_GRACE_S,
         gpu_lock_wait_s: float = 24 * 3600,
-        gpu_index: int | None = None,
+        gpu_index: int | Literal["auto"] | None = "auto",
     ) -> None:
-        """`gpu_index`: the GPU for jobs that do not name one (None: such jobs get no GPU pinning)."""
+        """`gpu_index`: the GPU for jobs that do not name one; "auto" is GPU 0 on a host with NVIDIA
+        device nodes and none elsewhere (with bubblewrap a job sees no GPU at all unless it has one)."""
         if isolation not in ("auto", "bwrap", "none"):
             raise SandboxConfigError(f"--isolation {isolation!r}: choose auto, bwrap or none")
         self.lock_dir = lock_dir or Path(tempfile.gettempdir())
@@ -96,7 +98,10 @@ class LocalSandbox:
         self.health_timeout_s = health_timeout_s
         self.kill_grace_s = kill_grace_s
         self.gpu_lock_wait_s = gpu_lock_wait_s
+        if gpu_index == "auto":
+            gpu_index = 0 if Path("/dev/nvidiactl").exists() else None
         self.gpu_index = gpu_index
+        self.runtime_env = host_runtime_env(os.environ)
         self.runtime_binds = [self._checked_bind(spec) for spec in runtime_binds]
         self._gpus: dict[int, tuple[str, list[str]]] = {}
         self._bwrap = shutil.which(bwrap)
@@ -197,7 +202,9 @@ class LocalSandbox:
                         "preflight", str(exc), wall_s=time.monotonic() - started, input_sha256=digests
                     )
             lock_key = uuid or (str(job.gpu_index) if job.gpu_index is not None else "default")
-            env = job_environment(job.env, str(work), uuid, default_path=self._default_path())
+            env = job_environment(
+                job.env, str(work), uuid, default_path=self._default_path(), runtime_env=self.runtime_env
+            )
             if job.exclusive_gpu:
                 try:
                     with GpuLock(lock_key, self.lock_dir, self.gpu_lock_wait_s):

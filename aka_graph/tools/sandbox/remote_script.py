@@ -12,6 +12,8 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from aka_graph.tools.sandbox.isolation import HOST_RUNTIME_VARS
+
 STATUS_MARK = "AKA-SANDBOX-STATUS"
 _STATUS_LINE = re.compile(rf"\n?{STATUS_MARK} rc=(\d+) started=(\w*) error=(\w*)\n?$")
 
@@ -22,6 +24,7 @@ def host_facts_script(nvidia_smi: str, bind_sources: Sequence[str]) -> str:
     lines = [
         'echo "home=$HOME"',
         'echo "path=$PATH"',
+        "for v in " + " ".join(HOST_RUNTIME_VARS) + '; do eval "echo env.$v=\\${$v:-}"; done',
         'echo "euid=$(id -u)"',
         'for t in bwrap timeout flock; do echo "tool.$t=$(command -v $t)"; done',
         "for d in bin sbin lib lib32 lib64 libx32; do",

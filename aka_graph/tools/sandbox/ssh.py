@@ -243,7 +243,7 @@ class SshSandbox:
             )
         config = BwrapConfig(
             job_dir=work,
-            env=job_environment(job.env, work, uuid, default_path=facts.path),
+            env=job_environment(job.env, work, uuid, default_path=facts.path, runtime_env=facts.runtime_env),
             system_links=facts.links,
             runtime_binds=tuple(facts.binds),
             device_nodes=tuple(facts.device_nodes),

@@ -56,6 +56,7 @@ class HostFacts:
     gpu_uuid: str
     device_nodes: list[str]
     binds: list[RuntimeBind] = field(default_factory=list)
+    runtime_env: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -197,6 +198,9 @@ class SshHost:
             gpu_uuid=uuid,
             device_nodes=gpu_device_nodes(minor),
             binds=binds,
+            runtime_env={
+                k.removeprefix("env."): v[0] for k, v in facts.items() if k.startswith("env.") and v[0]
+            },
         )
 
     async def _prepare(self, conn: asyncssh.SSHClientConnection) -> None:

@@ -77,6 +77,25 @@ def test_environment_is_exactly_the_jobs_plus_what_the_sandbox_sets(
     assert "/aka-job-" in home
 
 
+def test_host_gpu_runtime_variables_pass_through_unless_the_job_sets_them(
+    tmp_path: Path, cpu_probe: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LD_LIBRARY_PATH", "/usr/local/nvidia/lib64")
+    monkeypatch.setenv("NCCL_NVLS_ENABLE", "0")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "never-inside")
+    sandbox = make("none", cpu_probe)
+    result = sandbox.run(SandboxJob(argv=["env"], env={"NCCL_NVLS_ENABLE": "1"}, timeout_s=30), tmp_path)
+    env = dict(line.split("=", 1) for line in result.stdout.splitlines())
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/nvidia/lib64" and env["NCCL_NVLS_ENABLE"] == "1"
+    assert "AWS_SECRET_ACCESS_KEY" not in env
+
+
+def test_jobs_get_gpu_0_by_default_only_on_a_host_with_nvidia_devices(cpu_probe: list[str]) -> None:
+    expected = 0 if Path("/dev/nvidiactl").exists() else None
+    assert make("none", cpu_probe).gpu_index == expected
+    assert make("none", cpu_probe, gpu_index=None).gpu_index is None
+
+
 def test_timeout_kills_grandchildren_that_ignore_sigterm(sandbox: LocalSandbox, tmp_path: Path) -> None:
     marker = f"{uuid.uuid4().int % 10**6 + 10**6}.5"
     script = (
