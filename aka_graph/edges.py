@@ -42,6 +42,11 @@ def wants_v1(config: CampaignConfig) -> bool:
     return config.optimization_mode == "production"
 
 
+def _budget_left(state: CampaignState) -> int | None:
+    budget = state.config.token_budget
+    return None if budget is None else max(0, budget - state.tokens_spent)
+
+
 def budget_exhausted(state: CampaignState) -> bool:
     budget = state.config.token_budget
     return budget is not None and state.tokens_spent >= budget
@@ -106,9 +111,11 @@ def route_after_v1(state: CampaignState) -> AfterV1:
     return "finish" if stop_reason(state) else "plan_episode"
 
 
-def route_after_plan(state: CampaignState) -> list[Send] | Literal["implement"]:
+def route_after_plan(state: CampaignState) -> list[Send] | Literal["implement", "promote"]:
     """Full episodes with reviewers fan out, one `review` branch per reviewer; otherwise implement."""
     reviewers = state.config.reviewers
+    if budget_exhausted(state):
+        return "promote"  # the planner used up the budget: record the episode, then stop
     if state.episode_kind != "full" or not reviewers:
         return "implement"
     return [
@@ -120,6 +127,7 @@ def route_after_plan(state: CampaignState) -> list[Send] | Literal["implement"]:
                 op_name=state.op_name,
                 platform=state.platform,
                 config=state.config,
+                budget_left=_budget_left(state),
             ),
         )
         for name in reviewers

@@ -62,7 +62,7 @@ def build_graph() -> StateGraph:
     builder.add_conditional_edges(
         "framework_baseline_v1", edges.route_after_v1, ["await_environment", "plan_episode", "finish"]
     )
-    builder.add_conditional_edges("plan_episode", edges.route_after_plan, ["review", "implement"])
+    builder.add_conditional_edges("plan_episode", edges.route_after_plan, ["review", "implement", "promote"])
     builder.add_edge("review", "implement")
     builder.add_edge("implement", "evaluate")
     builder.add_conditional_edges(

@@ -132,6 +132,7 @@ class ReviewTask(BaseModel):
     op_name: str
     platform: str
     config: CampaignConfig
+    budget_left: int | None = None
 
 
 class EnvironmentBlock(BaseModel):

@@ -277,3 +277,17 @@ def test_await_environment_resumes_the_interrupted_step(node: str, route: str) -
 )
 def test_no_budget_means_never_exhausted(fields: dict[str, Any], exhausted: bool) -> None:
     assert edges.budget_exhausted(make_state({}, **fields)) is exhausted
+
+
+def test_a_plan_that_used_up_the_budget_goes_straight_to_recording_the_episode() -> None:
+    state = make_state(
+        {"token_budget": 100, "reviewers": ["codex"]}, episode=3, episode_kind="full", tokens_spent=100
+    )
+    assert edges.route_after_plan(state) == "promote"
+
+
+def test_review_branches_carry_the_budget_left() -> None:
+    state = make_state(
+        {"token_budget": 1000, "reviewers": ["a", "b"]}, episode=3, episode_kind="full", tokens_spent=300
+    )
+    assert {s.arg.budget_left for s in edges.route_after_plan(state)} == {700}

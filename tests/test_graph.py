@@ -221,3 +221,14 @@ def test_production_campaign_on_a_native_operator_passes_the_final_policy_check(
     policy = [d for d in Ledger(root / "records" / "ledger.sqlite").decisions() if d.kind == "final_policy"]
     assert [(d.decision, d.numbers["problems"]) for d in policy] == [("pass", [])]
     assert outcome.values["submission_path"] is None  # native operators have no SOL submission
+
+
+def test_an_agent_turn_is_stopped_when_it_would_exceed_the_token_budget(tmp_path: Path) -> None:
+    outcome, _ = campaign(tmp_path, token_budget=2 * 1200 + 600, max_iters=10, fast_trials=5, reviewers=[])
+    values = outcome.values
+    records = read_version_records(Path(values["workspace_root"]))
+    assert values["stop_reason"] == "token-budget" and values["agent_sessions"] == 3
+    assert records[1].experiments[2].startswith("trial 3: BUDGET_STOPPED")
+    assert (
+        len(records[1].experiments) == 3 and records[1].decision == "promoted"
+    )  # trial 2 was still verified

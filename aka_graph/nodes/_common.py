@@ -14,7 +14,7 @@ from typing import Any
 
 from langgraph.runtime import Runtime
 
-from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, TokenUsage
+from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.state import CampaignConfig, CampaignState, EnvironmentBlock
 from aka_graph.tools.evaluation_result import EvaluationResult
@@ -95,6 +95,12 @@ def freeze_kernel(src_dir: Path, dest: Path) -> Path:
     return dest
 
 
+def budget_left(state: CampaignState) -> int | None:
+    """Tokens left of `--token-budget` (None: no budget)."""
+    budget = state.config.token_budget
+    return None if budget is None else max(0, budget - state.tokens_spent)
+
+
 def environment_block(state: CampaignState, node: str, diagnostic: str) -> EnvironmentBlock | None:
     """A block for `node`, or None once it has failed `max_environment_retries` times in a row."""
     previous = state.blocked.attempts if state.blocked and state.blocked.node == node else 0
@@ -113,11 +119,22 @@ def run_agent(
     trial: int | None,
     missing: Callable[[AgentResult], str | None],
     max_resumes: int,
+    budget_left: int | None = None,
 ) -> tuple[list[AgentResult], int]:
-    """Run one agent turn with handoff resumes; record every invocation's tokens -> (results, tokens)."""
+    """Run one agent turn with handoff resumes; record every invocation's tokens -> (results, tokens).
+
+    With a token budget, the CLI is stopped (`BudgetExceeded`) as soon as this turn alone would use up
+    what is left of it; parallel review branches each see the same remainder (documented overshoot).
+    """
     from aka_graph.cli_agents.handoff import run_with_handoff
 
-    results = run_with_handoff(backend, run, missing, max_resumes=max_resumes)
+    def guard(current: TokenUsage) -> None:
+        if budget_left is not None and current.total > budget_left:
+            raise BudgetExceeded(f"{current.total} tokens in this turn exceed the {budget_left} left")
+
+    results = run_with_handoff(
+        backend, run, missing, max_resumes=max_resumes, on_tokens=guard if budget_left is not None else None
+    )
     total = TokenUsage()
     for attempt, result in enumerate(results):
         total = total + result.tokens

@@ -13,6 +13,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
+    budget_left,
     ctx_of,
     emit,
     environment_block,
@@ -83,6 +84,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             trial=1,
             missing=missing,
             max_resumes=config.handoff_resumes,
+            budget_left=budget_left(state),
         )
         sessions = len(results)
         forbidden = sorted(

@@ -15,6 +15,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
+    budget_left,
     ctx_of,
     emit,
     freeze_kernel,
@@ -80,6 +81,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
         trial=trial,
         missing=missing,
         max_resumes=config.handoff_resumes,
+        budget_left=budget_left(state),
     )
     tampered = digest_changes(before, ws.protected_digest(worktree))
     forbidden = sorted(set(tampered) | set(ws.candidate_diff(episode).forbidden))
@@ -88,6 +90,9 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     if forbidden:
         record.status, record.message = "FORBIDDEN_EDIT", f"edited protected files: {forbidden}"
         ws.create_episode(episode)  # discard the forbidden edits; the next trial starts clean
+    elif last is not None and last.stopped:  # the token budget ran out mid-turn: nothing to evaluate
+        record.status, record.message = "BUDGET_STOPPED", last.error
+        ws.create_episode(episode)
     elif last is None or not (worktree / "kernel.py").is_file():
         record.status, record.message = "NO_KERNEL", last.error if last else "agent produced nothing"
     else:

@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.edges import plan_next_episode
-from aka_graph.nodes._common import ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
+from aka_graph.nodes._common import budget_left, ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
 from aka_graph.nodes.prompts import plan_prompt
 from aka_graph.state import CampaignState
 
@@ -71,6 +71,7 @@ def plan_episode(state: CampaignState, runtime: Runtime[CampaignContext]) -> dic
             trial=None,
             missing=missing,
             max_resumes=config.handoff_resumes,
+            budget_left=budget_left(state),
         )
         sessions = len(results)
         ws.snapshot_episode(episode, f"episode {episode}: plan")

@@ -11,7 +11,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
-from aka_graph.nodes._common import ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
+from aka_graph.nodes._common import budget_left, ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
 from aka_graph.nodes.prompts import policy_prompt
 from aka_graph.state import CampaignState, Decision
 
@@ -72,6 +72,7 @@ def policy_review(state: CampaignState, runtime: Runtime[CampaignContext]) -> di
             trial=candidate.trial,
             missing=missing,
             max_resumes=1,
+            budget_left=budget_left(state),
         )
         sessions = len(results)
         ok, reason = policy_verdict(results[-1].final_text if results else "")

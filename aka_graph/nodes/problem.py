@@ -83,6 +83,7 @@ def derive_public_problem(
         trial=None,
         missing=missing,
         max_resumes=config.handoff_resumes,
+        budget_left=config.token_budget,
     )
     issue = problem_issue(derived, private_ids)
     if issue is not None:

@@ -45,6 +45,7 @@ def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext])
         trial=None,
         missing=lambda _: None,
         max_resumes=0,
+        budget_left=task.budget_left,
     )
     last = results[-1] if results else None
     if not notes.is_file():

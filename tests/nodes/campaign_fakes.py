@@ -24,7 +24,7 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from aka_graph.cli_agents.base import AgentResult, AgentRun, TokenUsage
+from aka_graph.cli_agents.base import AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext
 from aka_graph.state import CampaignConfig
 from aka_graph.tools.evaluation_result import DeviceInfo, EvaluationResult, Summary, WorkloadResult
@@ -230,6 +230,20 @@ class FakeAgent:
         self.runs.append(run)
         episode, trial = run.labels.get("episode", "?"), run.labels.get("trial", "1")
         text = "done"
+        if on_tokens is not None:  # like a real backend: the observer may stop the turn (token budget)
+            try:
+                on_tokens(TOKENS_PER_TURN)
+            except BudgetExceeded as exc:
+                return AgentResult(
+                    exit_code=0,
+                    session_id=None,
+                    failed=True,
+                    stopped=True,
+                    error=str(exc),
+                    tokens=TOKENS_PER_TURN.model_copy(update={"accuracy": "partial"}),
+                    transcript_path=run.transcript_dir,
+                    final_text="",
+                )
         sleep_s = os.environ.get("AKA_FAKE_AGENT_SLEEP")
         if sleep_s:  # like a real CLI: a child process in its own session that `stop` must terminate
             subprocess.run(["sleep", sleep_s], start_new_session=True, check=False)
@@ -262,8 +276,6 @@ class FakeAgent:
         run.transcript_dir.mkdir(parents=True, exist_ok=True)
         transcript = run.transcript_dir / f"{run.role.replace(':', '_')}.log"
         transcript.write_text(text)
-        if on_tokens is not None:
-            on_tokens(TOKENS_PER_TURN)
         return AgentResult(
             exit_code=0,
             session_id=f"{run.role}-{episode}-{trial}",
