@@ -312,6 +312,8 @@ def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
         honest = not n.startswith("adv_")
         if honest:
             verdict = "ok (honest passes)" if r["status"] == "PASS" else "HONEST REJECTED"
+        elif r["status"] == "NO_RESULT":
+            verdict = "no verdict (coordinator: INFRA_ERROR)"
         else:
             verdict = "rejected" if r["status"] in ("REWARD_HACK", "INCORRECT") else "NOT REJECTED"
         wl_pass = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
