@@ -43,10 +43,11 @@ def summarize(samples_us: list[float]) -> tuple[float, float]:
 
 
 def capture_plan(est_us: float, max_calls: int = 100) -> tuple[int, int]:
-    """(calls per graph, replays): ~3 ms per replay, ~60 ms of replays per workload."""
+    """(calls per graph, replays): ~2 ms per replay, at most ~30 ms of replays per workload, so a
+    14-workload operator times in well under a second yet each sample averages many calls."""
     est = max(est_us, 1.0)
-    calls = max(5, min(max_calls, round(3000 / est)))
-    replays = max(5, min(30, round(60000 / (calls * est))))
+    calls = max(5, min(max_calls, round(2000 / est)))
+    replays = max(5, min(20, round(30000 / (calls * est))))
     return calls, replays
 
 

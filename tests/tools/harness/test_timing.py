@@ -21,12 +21,12 @@ def test_summary_is_the_median_with_iqr_spread() -> None:
 
 
 def test_graph_size_targets_a_few_ms_per_replay_and_a_bounded_total() -> None:
-    assert capture_plan(2.0) == (100, 30)  # tiny kernels: 100 calls per graph
+    assert capture_plan(2.0) == (100, 20)  # tiny kernels: 100 calls per graph
     calls, replays = capture_plan(1000.0)  # 1 ms kernels: few calls, few replays
     assert calls == 5 and 5 <= replays <= 30
     for est in (1.0, 5.0, 60.0, 300.0, 5000.0):
         calls, replays = capture_plan(est)
-        assert calls * replays * est <= 400_000  # <= 0.4 s of replays per workload
+        assert calls * replays * est <= 50_000 or calls == 5 and replays == 5  # ~30 ms per workload
 
 
 def test_enough_rotated_copies_to_outrun_the_l2() -> None:
