@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Annotated, Any, Protocol
+
+from pydantic.json_schema import SkipJsonSchema
 
 from aka_graph.cli_agents.base import AgentBackend
 from aka_graph.state import CampaignConfig
@@ -127,8 +129,8 @@ class CampaignContext:
     agent: Any = None
     reviewers: Mapping[str, Any] = field(default_factory=dict)
     evaluator: Any = None
-    sleep: Callable[[float], None] = time.sleep
-    on_event: Callable[[dict[str, Any]], None] | None = None
+    sleep: Annotated[Callable[[float], None], SkipJsonSchema()] = time.sleep
+    on_event: Annotated[Callable[[dict[str, Any]], None] | None, SkipJsonSchema()] = None
     skills_dir: Path | None = None
 
     @property

@@ -91,6 +91,10 @@ def test_langgraph_dev_lists_the_graph_and_runs_a_campaign(tmp_path: Path) -> No
                 time.sleep(0.5)
         assistants = call(port, "/assistants/search", {})
         assert [a["graph_id"] for a in assistants] == ["aka_graph_campaign"]
+        schemas = call(port, f"/assistants/{assistants[0]['assistant_id']}/schemas")  # what Studio draws
+        assert "config" in schemas["input_schema"]["properties"]
+        assert "incumbent" in schemas["output_schema"]["properties"]
+        assert "sandbox" in schemas["context_schema"]["properties"]
         thread = call(port, "/threads", {})
         config = {
             "platform": "cpu",
