@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    from tests.tools.sandbox.conftest import start_sshd
+    from tests.tools.sandbox.conftest import python_runtime_binds, start_sshd
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     smi = work / "nvidia-smi"
@@ -109,7 +109,7 @@ def main() -> None:
             0,
             ssh_config=sshd.ssh_config,
             nvidia_smi=str(smi),
-            runtime_binds=[sys.base_prefix],
+            runtime_binds=python_runtime_binds(),
             cleanup_queue=work / "queue.json",
         )
         with remote:

@@ -46,6 +46,7 @@ from aka_graph.tools.sandbox.process import KILL_GRACE_S, run_tree
 log = logging.getLogger(__name__)
 Isolation = Literal["auto", "bwrap", "none"]
 HEALTH_SCRIPT = "aka_health.py"
+_BWRAP_CHECKED: dict[tuple[str, int], str | None] = {}
 
 
 class SandboxConfigError(ValueError):
@@ -132,6 +133,13 @@ class LocalSandbox:
         return "none"
 
     def _bwrap_self_test(self) -> str | None:
+        """Why bubblewrap cannot run here, or None (checked once per bwrap binary and process)."""
+        key = (self._bwrap or "", os.geteuid())
+        if key not in _BWRAP_CHECKED:
+            _BWRAP_CHECKED[key] = self._run_bwrap_self_test()
+        return _BWRAP_CHECKED[key]
+
+    def _run_bwrap_self_test(self) -> str | None:
         with tempfile.TemporaryDirectory(prefix="aka-bwrap-check-") as tmp:
             config = self._bwrap_config(tmp, {"PATH": DEFAULT_PATH}, [])
             try:

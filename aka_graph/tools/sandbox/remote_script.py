@@ -92,7 +92,7 @@ class JobScript:
         parts += [
             # timeout's pid is recorded before it starts (exec keeps the pid), so the executor can stop
             # the job if the connection dies at any moment after this line.
-            f"sh -c 'echo $$ > \"$0\"; exec \"$@\"' {root}/timeout.pid"
+            f'sh -c \'echo $$ > "$0"; exec "$@"\' {root}/timeout.pid'
             f" timeout -k {self.kill_grace_s:g} {self.timeout_s:g} {command} 0>{root}/started 9>&- &",
             "wait $!; rc=$?",
             # timeout exits as soon as bubblewrap's outer process dies, which can leave the namespace's

@@ -331,8 +331,7 @@ class SshSandbox:
                     await self._fetch(sftp, f"{remote}/{name}", entry.attrs, target / name)
         elif attrs.type == asyncssh.FILEXFER_TYPE_REGULAR:
             target.parent.mkdir(parents=True, exist_ok=True)
-            async with sftp.open(remote, "rb") as handle:
-                target.write_bytes(await handle.read())
+            await sftp.get(remote, str(target))
 
     # -- cleanup --------------------------------------------------------------------------------------
 

@@ -47,6 +47,12 @@ def fake_nvidia_smi(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return script
 
 
+def python_runtime_binds() -> list[str]:
+    """Read-only binds that make this interpreter usable in a bwrap job on the SSH 'host' (/usr is bound)."""
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix)}
+    return sorted(p for p in prefixes if p != "/usr" and not p.startswith("/usr/"))
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

@@ -243,7 +243,7 @@ def test_bwrap_setup_failure_is_an_environment_failure(
 def test_gpu_lock_serialises_exclusive_jobs_and_only_those(cpu_probe: list[str], tmp_path: Path) -> None:
     def overlapping(exclusive: bool) -> bool:
         spans: list[tuple[float, float]] = []
-        script = "date +%s.%N > t0; sleep 0.4; date +%s.%N > t1"
+        script = "date +%s.%N > t0; sleep 0.8; date +%s.%N > t1"
 
         def one(n: int) -> None:
             job = SandboxJob(

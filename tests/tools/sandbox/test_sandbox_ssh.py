@@ -18,7 +18,7 @@ from aka_graph.tools.sandbox import EXIT_ENVIRONMENT, EXIT_TIMEOUT, SandboxJob
 from aka_graph.tools.sandbox.binds import RuntimeBindError
 from aka_graph.tools.sandbox.gpu import GpuSelectionError
 from aka_graph.tools.sandbox.ssh import SshSandbox
-from tests.tools.sandbox.conftest import FAKE_GPUS, Sshd, live_pids_with_marker
+from tests.tools.sandbox.conftest import FAKE_GPUS, Sshd, live_pids_with_marker, python_runtime_binds
 
 pytestmark = [pytest.mark.ssh, pytest.mark.bwrap]
 QUICK_PREFLIGHT = f"{sys.executable} -c 'import json'"
@@ -28,7 +28,7 @@ def make(sshd: Sshd, fake_nvidia_smi: Path, queue: Path, **kw: object) -> SshSan
     options: dict[str, object] = {
         "ssh_config": sshd.ssh_config,
         "nvidia_smi": str(fake_nvidia_smi),
-        "runtime_binds": [sys.base_prefix],  # the 'host' Python lives outside /usr here
+        "runtime_binds": python_runtime_binds(),
         "preflight_command": QUICK_PREFLIGHT,
         "cleanup_queue": queue,
         "kill_grace_s": 0.5,
@@ -173,6 +173,23 @@ def test_failed_preflight_is_exit_75_and_never_runs_the_job(
     assert result.environment_failure.stage == "preflight"
     assert "no_such_framework" in result.environment_failure.diagnostic
     assert not (tmp_path / "ran").exists()
+
+
+def test_init_command_runs_once_per_connection_on_the_host_and_its_failure_is_exit_75(
+    sshd: Sshd, fake_nvidia_smi: Path, tmp_path: Path
+) -> None:
+    log = tmp_path / "init.log"
+    with make(sshd, fake_nvidia_smi, tmp_path / "q.json", init_command=f"echo init >> {log}") as sandbox:
+        for _ in range(2):
+            assert sandbox.run(SandboxJob(argv=["true"], timeout_s=30), tmp_path).exit_code == 0
+    assert log.read_text() == "init\n"
+    with make(sshd, fake_nvidia_smi, tmp_path / "q.json", init_command="exit 3") as sandbox:
+        result = sandbox.run(SandboxJob(argv=["true"], timeout_s=30), tmp_path)
+    assert result.exit_code == EXIT_ENVIRONMENT and result.environment_failure is not None
+    assert (
+        result.environment_failure.stage == "preflight"
+        and "init command" in result.environment_failure.diagnostic
+    )
 
 
 @pytest.mark.slow
