@@ -183,6 +183,16 @@ def stored_config(compiled: CompiledStateGraph, thread_id: str) -> CampaignConfi
     return config if isinstance(config, CampaignConfig) else CampaignConfig.model_validate(config)
 
 
+def known_thread(workspace: Path, config: CampaignConfig) -> str | None:
+    """The thread of the campaign started with exactly these settings, if there is one."""
+    threads = list_threads(workspace)
+    if not threads:
+        return None
+    with open_checkpointer(workspace) as saver:
+        compiled = compile_graph(saver)
+        return next((tid for tid in threads if stored_config(compiled, tid) == config), None)
+
+
 def _differences(a: CampaignConfig, b: CampaignConfig) -> list[str]:
     da, db = a.model_dump(), b.model_dump()
     return [f"{k}: {da[k]!r} (stored) vs {db[k]!r} (now)" for k in da if da[k] != db[k]]
@@ -203,8 +213,9 @@ def run_campaign(
         }
     )
     ctx = context_for(context, config)
-    tid = thread_id or campaign_thread_id(config, ctx)
     workspace = Path(config.workspace)
+    # a restart finds its thread by its settings (no health probe on the way back to the interrupted node)
+    tid = thread_id or known_thread(workspace, config) or campaign_thread_id(config, ctx)
     progress = progress or Progress.for_terminal()
     with open_checkpointer(workspace) as saver:
         compiled = compile_graph(saver)
