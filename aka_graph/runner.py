@@ -232,6 +232,8 @@ def run_campaign(
             progress.log(f"campaign {tid} already finished: {snapshot.values.get('stop_reason')}")
             return RunOutcome(tid, "already-finished", dict(snapshot.values), resumed=False)
         resumed = bool(snapshot.next)
+        for backend in (ctx.agent, *ctx.reviewers.values()):  # fail before any work, naming the fix
+            backend.check_ready()
         progress.log(
             f"{'resuming' if resumed else 'starting'} campaign {tid}"
             + (f" at {', '.join(snapshot.next)}" if resumed else "")

@@ -21,13 +21,13 @@ def register(app: typer.Typer) -> None:
         quiet: Annotated[bool, typer.Option(help="No progress output.")] = False,
     ) -> None:
         """Resume a campaign from its SQLite checkpoint (the node that was interrupted runs again)."""
-        from aka_graph.commands.run import print_outcome
+        from aka_graph.commands.run import print_outcome, user_errors
         from aka_graph.progress import Progress
-        from aka_graph.runner import CampaignConflict, resume_campaign
+        from aka_graph.runner import resume_campaign
 
         try:
             outcome = resume_campaign(workspace.resolve(), campaign, progress=Progress.for_terminal(quiet))
-        except CampaignConflict as e:
+        except user_errors() as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from e
         print_outcome(outcome.values, outcome.status)

@@ -65,6 +65,26 @@ def build_config(explicit: dict[str, Any], op_dir: Path | None) -> CampaignConfi
         raise typer.BadParameter(problems) from e
 
 
+def user_errors() -> tuple[type[BaseException], ...]:
+    """Errors that are the user's input or environment (printed as one line naming the fix, exit 2)."""
+    from aka_graph.cli_agents.base import AgentNotReady
+    from aka_graph.nodes.preprocess import OperatorError, UnsupportedFramework
+    from aka_graph.nodes.problem import ProblemDerivationError
+    from aka_graph.runner import CampaignConflict
+    from aka_graph.tools.arch import UnknownPlatformError
+    from aka_graph.tools.workspace import WorkspaceError
+
+    return (
+        CampaignConflict,
+        OperatorError,
+        UnknownPlatformError,
+        WorkspaceError,
+        ProblemDerivationError,
+        AgentNotReady,
+        UnsupportedFramework,
+    )
+
+
 def register(app: typer.Typer) -> None:
     @app.command("run")
     def run(
@@ -184,7 +204,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Run an optimization campaign (re-running the same command resumes it)."""
         from aka_graph.progress import Progress
-        from aka_graph.runner import CampaignConflict, available_frameworks, run_campaign, run_campaigns
+        from aka_graph.runner import available_frameworks, run_campaign, run_campaigns
 
         explicit = dict(
             platform=platform,
@@ -215,6 +235,7 @@ def register(app: typer.Typer) -> None:
             agent_timeout_s=agent_timeout_s,
         )
         config = build_config(explicit, op_dir)
+        USER_ERRORS = user_errors()
         try:
             if framework is None and op_dir is not None and len(fws := available_frameworks(config)) > 1:
                 # no --framework: one campaign per framework the target supports, run concurrently
@@ -227,7 +248,7 @@ def register(app: typer.Typer) -> None:
             if framework is None and op_dir is not None:
                 config = config.model_copy(update={"framework": available_frameworks(config)[0]})
             outcome = run_campaign(config, progress=Progress.for_terminal(quiet))
-        except CampaignConflict as e:
+        except USER_ERRORS as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from e
         print_outcome(outcome.values, outcome.status)

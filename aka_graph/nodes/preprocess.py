@@ -22,6 +22,10 @@ class OperatorError(ValueError):
     """The operator directory cannot be used; the message says why and what to pass instead."""
 
 
+class UnsupportedFramework(ValueError):
+    """The target GPU does not support the requested kernel framework."""
+
+
 def operator_identity(op_dir: Path) -> tuple[str, str]:
     """(name, format) of an operator directory: SOL (definition.json) or native (reference.py)."""
     if not op_dir.is_dir():
@@ -66,7 +70,7 @@ def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[
         detected = None
     platform, arch, frameworks, gpu_name = resolve_target(config.platform, detected)
     if config.framework not in frameworks:
-        raise ValueError(
+        raise UnsupportedFramework(
             f"--framework {config.framework} is not supported on {platform} ({arch}): "
             f"choose one of {', '.join(frameworks)}"
         )

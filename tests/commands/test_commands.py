@@ -213,3 +213,30 @@ def test_without_framework_every_framework_of_the_target_runs_as_its_own_campaig
     ]
     assert all(r["state"] == "finished" and r["incumbent"]["version"] == 1 for r in rows)
     assert "[gluon] " in done.stderr and "[cuda] " in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (("--op-dir", "/nonexistent/op"), "--op-dir /nonexistent/op is not a directory"),
+        (("--platform", "Z9000"), "unknown --platform 'Z9000'; known: A100"),
+        (("--framework", "cuda"), "--framework cuda is not supported on cpu"),
+    ],
+)
+def test_bad_input_is_one_line_naming_the_problem_not_a_traceback(
+    tmp_path: Path, change: tuple[str, str], message: str
+) -> None:
+    args = run_args(tmp_path)
+    if change[0] in args:
+        args[args.index(change[0]) + 1] = change[1]
+    else:
+        args += list(change)
+    done = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *args, "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert message in done.stderr and "Traceback" not in done.stderr
