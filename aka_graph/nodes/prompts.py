@@ -11,6 +11,19 @@ CONTRACT = (
 )
 
 
+def entry_point(state: CampaignState) -> str:
+    """What kernel.py must define, by operator format (what the evaluator will call)."""
+    if state.op_format == "sol":
+        return (
+            "kernel.py must define run(*inputs, *outputs) that writes the pre-allocated outputs in place "
+            "(destination-passing, in the order of op/definition.json); the V0 reference returns its "
+            "outputs instead and is only a starting point."
+        )
+    return (
+        "kernel.py must define class Model with the same constructor and forward signature as the reference."
+    )
+
+
 def _incumbent_line(state: CampaignState) -> str:
     inc = state.incumbent
     if inc is None:
@@ -51,7 +64,8 @@ def implement_prompt(state: CampaignState, trial: int) -> str:
     return (
         f"{task}\n\n{_incumbent_line(state)}\nOperator: {state.op_name} on {state.platform} "
         f"({state.arch}). Public operator files are in op/, past versions in memory/.\n\n"
-        f"Trials so far:\n{_trial_lines(state.trials)}\n\nReviewer notes:\n{review_text}\n\n{CONTRACT}\n"
+        f"Trials so far:\n{_trial_lines(state.trials)}\n\nReviewer notes:\n{review_text}\n\n"
+        f"{entry_point(state)} {CONTRACT}\n"
         "When done, reply with a short summary of what you changed and why."
     )
 
@@ -76,7 +90,7 @@ def v1_prompt(state: CampaignState) -> str:
     return (
         f"Write a first {state.config.framework}-native kernel for {state.op_name} in kernel.py, "
         f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
-        f"Smoke-test on a few shapes. {_incumbent_line(state)}\n{CONTRACT}"
+        f"Smoke-test on a few shapes. {_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
     )
 
 
