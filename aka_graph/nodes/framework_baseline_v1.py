@@ -25,12 +25,17 @@ from aka_graph.nodes._common import (
     workspace_of,
 )
 from aka_graph.nodes.baseline_v0 import incumbent_from_record
-from aka_graph.nodes.prompts import v1_prompt
+from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
 from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
 from aka_graph.tools.workspace import digest_changes
 
 V1_EPISODE = 0
+
+
+def v0_latencies(ws_root: Path) -> dict[str, float]:
+    records = [r for r in read_version_records(ws_root) if r.version == 0]
+    return {p.id: p.latency_us for p in records[0].performance if p.latency_us} if records else {}
 
 
 def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
@@ -64,7 +69,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
         before = ws.protected_digest(worktree)
         run = AgentRun(
             role="implementer",
-            prompt=v1_prompt(state),
+            prompt=v1_prompt(state, smoke_shapes(v0_latencies(ws.root))),
             cwd=worktree,
             effort=config.agent_effort,
             timeout_s=config.agent_timeout_s,

@@ -86,11 +86,21 @@ def review_prompt(episode: int, plan_path: str, notes_path: str) -> str:
     )
 
 
-def v1_prompt(state: CampaignState) -> str:
+def smoke_shapes(latencies: dict[str, float]) -> list[str]:
+    """The workloads at the fast, median and slow quantiles of V0 latency (what V1 smoke-tests on)."""
+    ordered = [w for w, _ in sorted(latencies.items(), key=lambda item: (item[1], item[0]))]
+    if len(ordered) <= 3:
+        return ordered
+    return [ordered[0], ordered[len(ordered) // 2], ordered[-1]]
+
+
+def v1_prompt(state: CampaignState, smoke: list[str]) -> str:
+    shapes = ", ".join(smoke) if smoke else "a few shapes"
     return (
         f"Write a first {state.config.framework}-native kernel for {state.op_name} in kernel.py, "
         f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
-        f"Smoke-test on a few shapes. {_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
+        f"Smoke-test on the workloads {shapes} (fast, median and slow for the reference). "
+        f"{_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
     )
 
 
