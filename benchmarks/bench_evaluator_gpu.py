@@ -7,6 +7,7 @@ Sections (run all by default; `--sections abe` picks some):
      rotated input copies > 4x L2; and triton.testing.do_bench median with its L2 flush)
   d  native rms_norm operator (>= 50 shapes) with the Triton Model: whole evaluation wall time
   e  every adversarial candidate through the harness: all must be rejected
+  f  the honest torch candidates of the other four SOL fixtures (gemma3's is too slow for CPU CI)
 Each evaluation runs like a sandbox job: the harness copied as package `harness` into a fresh job
 directory with the operator and kernel, HOME and TMPDIR inside it. Prints tables; raw JSON -> $OUT.
 """
@@ -322,6 +323,29 @@ def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
               f"| {r['_wall_s']:.1f} | {_caught_by(r)} |")
 
 
+HONEST_FIXTURES = {
+    "nemotron_rms_norm": "nemotron_rms_norm_torch",
+    "flux_rope": "flux_rope_torch",
+    "gemma3_swiglu": "gemma3_swiglu_torch",
+    "custom_inputs_matmul": "custom_inputs_matmul_torch",
+}
+
+
+def section_f(args: argparse.Namespace, raw: dict[str, Any]) -> None:
+    print("\n## (f) honest candidates on the other SOL fixtures (all workloads, --seeds 3)")
+    print("| fixture | status | workloads PASS | wall s | latencies us |\n| --- | --- | --- | --- | --- |")
+    raw["f_fixtures"] = {}
+    for fixture, cand in HONEST_FIXTURES.items():
+        r = evaluate(args.fixtures / fixture, CANDIDATES / cand, args.device, seeds=3, timeout_s=400)
+        raw["f_fixtures"][fixture] = r
+        lat = ", ".join(f"{w['latency_us']:.1f}" for w in r.get("workloads", []) if w.get("latency_us"))
+        wl_pass = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
+        print(f"| {fixture} | {r['status']} | {wl_pass}/{len(r.get('workloads', []))} | {r['_wall_s']:.1f} "
+              f"| {lat} |")
+        if r["status"] != "PASS":
+            print(f"    message: {r.get('message', '')[:300]}")
+
+
 def section_p(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     """Where the whole-evaluation wall time goes: the trusted parent under cProfile (cumulative)."""
     r = evaluate(args.fixtures / "rmsnorm", CANDIDATES / "rmsnorm_triton", args.device, seeds=3,
@@ -338,7 +362,7 @@ def main() -> int:
                         help="folder holding the SOL fixtures (rmsnorm/); copy "
                              "../shared/fixtures/sol-execbench into .gpu/fixtures and carry .gpu")
     parser.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
-    parser.add_argument("--sections", default="acbde")
+    parser.add_argument("--sections", default="acbdef")
     parser.add_argument("--processes", type=int, default=5)
     parser.add_argument("--parallel", type=int, default=4)
     parser.add_argument("--out", type=Path, default=Path(os.environ.get("OUT", ".")))
@@ -348,7 +372,7 @@ def main() -> int:
     raw: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()), "info": device_info()}
     print(f"# evaluator benchmark {raw['date']}\n{json.dumps(raw['info'])}")
     steps = {"a": section_ac, "c": section_ac, "b": section_b, "d": section_d, "e": section_e,
-             "p": section_p}
+             "f": section_f, "p": section_p}
     done: set[Any] = set()
     for key in args.sections:
         step = steps[key]

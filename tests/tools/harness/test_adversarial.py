@@ -50,7 +50,8 @@ HONEST = [
     ("flux_rope_torch", "flux_rope", None),
     ("custom_inputs_matmul_torch", "custom_inputs_matmul", None),
 ]
-# Honest but too slow for the CI budget on 2 cores (a 19 GFLOP matmul per call): GPU benchmark only.
+# Honest but too slow for the CI budget on 2 cores (a 19 GFLOP matmul per call): evaluated by
+# `benchmarks/bench_evaluator_gpu.py --sections f` on a GPU instead.
 GPU_HONEST = {"gemma3_swiglu_torch"}
 
 
