@@ -126,7 +126,7 @@ def evaluate_kernel(
         timeout_s=timeout_s,
         env={"PYTHONPATH": "."},
         gpu_index=gpu_index,
-        exclusive_gpu=True,
+        exclusive_gpu=device != "cpu",
         label="evaluate",
     )
     result = sandbox.run(job, Path(results_dir))
@@ -181,7 +181,7 @@ def compare_kernels(
         timeout_s=timeout_s,
         env={"PYTHONPATH": "."},
         gpu_index=gpu_index,
-        exclusive_gpu=True,
+        exclusive_gpu=device != "cpu",
         label="compare",
     )
     result = sandbox.run(job, Path(results_dir))

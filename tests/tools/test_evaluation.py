@@ -88,6 +88,8 @@ def test_the_job_uploads_harness_operator_and_kernel_and_asks_for_an_exclusive_g
     assert set(job.inputs) >= {"op/definition.json", "op/workload.jsonl"}
     assert job.exclusive_gpu and job.gpu_index == 2 and job.sync_back == ["result.json"]
     assert job.env == {"PYTHONPATH": "."}
+    evaluate_kernel(box, SOL_FIXTURES / "rmsnorm", kernel, tmp_path / "out", device="cpu")
+    assert not box.jobs[1].exclusive_gpu  # interpreter timing is never authoritative: no GPU lock to wait for
 
 
 def test_hidden_operator_files_never_enter_the_job(tmp_path: Path) -> None:
@@ -133,7 +135,7 @@ def test_a_real_evaluation_through_the_local_sandbox(tmp_path: Path) -> None:
     kernel = tmp_path / "kernel.py"
     kernel.write_text(KERNEL)
     res = evaluate_kernel(
-        LocalSandbox(),
+        LocalSandbox(lock_dir=tmp_path),
         SOL_FIXTURES / "rmsnorm",
         kernel,
         tmp_path / "out",
@@ -156,7 +158,7 @@ def test_compare_kernels_returns_abba_rounds_per_kernel(tmp_path: Path) -> None:
     a.write_text(KERNEL)
     b.write_text(KERNEL.replace("x.pow(2)", "(x * x)"))
     res = compare_kernels(
-        LocalSandbox(),
+        LocalSandbox(lock_dir=tmp_path),
         SOL_FIXTURES / "rmsnorm",
         {"incumbent": a, "candidate": b},
         tmp_path / "out",

@@ -54,7 +54,7 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
         for ks in active:
             if not ks.alive:
                 continue
-            reply = ks.request(None, session.call_timeout * len(seeds) + 30)
+            reply = ks.request(None, session.call_timeout * len(seeds) + 5)
             verdict = ks.verdicts[idx]
             if reply is None:
                 verdict.fail(*ks.error)
