@@ -25,6 +25,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--compile-timeout", type=float, default=300.0)
     p.add_argument("--gpu-spec", help="use this peak-table entry instead of the detected GPU")
     p.add_argument("--peak-table", type=Path, help="a JSON peak table replacing the built-in one")
+    p.add_argument(
+        "--no-source-policy",
+        action="store_true",
+        help="skip the static kernel-source policy (tests of the in-worker checks only)",
+    )
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -80,6 +85,7 @@ def main(argv: list[str] | None = None) -> int:
         compile_timeout=args.compile_timeout,
         gpu_spec=args.gpu_spec,
         peak_table=args.peak_table,
+        source_policy=not args.no_source_policy,
     )
     if args.mode == "evaluate":
         kernels = {"A": args.kernel_dir}

@@ -22,6 +22,8 @@ def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
     if session.spec is not None:
         warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
     for ks in states:
+        if ks.worker is None:
+            continue
         try:
             ks.worker.wait_ready(READY_TIMEOUT_S)
         except Exception as exc:
@@ -47,6 +49,7 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
             return
         for ks in active:  # the workers compute while the parent computes the references
             try:
+                assert ks.worker is not None
                 ks.worker.chan.send({"cmd": "run", "wl": idx, "seeds": seeds})
             except OSError as exc:
                 ks.stop("RUNTIME_ERROR", f"the worker died: {exc}: {ks.worker.log_tail()}")
@@ -195,11 +198,12 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
 def _stop_workers(states: list[KernelState]) -> None:
     """Kill every worker, then every process a candidate left behind (re-parented to us as the
     subreaper): leaving one is a REWARD_HACK, attributed through the worker's private build dir."""
-    for ks in states:
-        ks.worker.kill()
+    workers = [ks.worker for ks in states if ks.worker is not None]
+    for worker in workers:
+        worker.kill()
     strays = kill_strays(known=set())
     for pid, environ in strays:
-        owners = [ks for ks in states if str(ks.worker.build_dir) in environ] or states
+        owners = [ks for ks in states if ks.worker and str(ks.worker.build_dir) in environ] or states
         for ks in owners:  # dominates any earlier verdict: the process could have rewritten it
             ks.alive = False
             ks.error = (
@@ -207,8 +211,8 @@ def _stop_workers(states: list[KernelState]) -> None:
                 f"the kernel left a process running after its calls (pid {pid}); "
                 "candidates must not fork or daemonise",
             )
-    for ks in states:
-        ks.worker.close()
+    for worker in workers:
+        worker.close()
 
 
 def pattern_order(pattern: str, labels: list[str]) -> list[str]:

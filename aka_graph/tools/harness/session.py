@@ -15,6 +15,7 @@ import torch
 from .gpu_specs import GpuSpec, load_table, lookup
 from .numerics import check_output
 from .opmodel import Operator, load_operator
+from .policy import scan_kernel_dir
 from .protocol import ChannelTimeout
 from .runner import digest
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
@@ -48,6 +49,7 @@ class Settings:
     gpu_spec: str | None = None
     peak_table: Path | None = None
     scale: float = 2.0
+    source_policy: bool = True  # False only to test the in-worker checks on their own
 
 
 def device_info(device: torch.device) -> dict[str, Any]:
@@ -91,6 +93,15 @@ class KernelState:
         self.verdicts: dict[int, WorkloadVerdict] = {i: WorkloadVerdict() for i in session.indices}
         self.error: tuple[str, str] | None = None  # a failure before any workload (compile, startup)
         self.alive = True
+        self.worker: WorkerProcess | None = None
+        banned = scan_kernel_dir(self.kernel_dir) if session.settings.source_policy else []
+        if banned:  # the checks inside the worker could be switched off: no call is made at all
+            self.stop(
+                "REWARD_HACK",
+                "the kernel source reaches into the interpreter or patches global "
+                "state, which kernels must not do: " + "; ".join(banned[:10]),
+            )
+            return
         self.worker = WorkerProcess(
             session.op.directory, self.kernel_dir, session.device.type, str(session.device)
         )
@@ -104,8 +115,10 @@ class KernelState:
         if self.error is None:
             self.error = (status, message)
 
-    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    def request(self, msg: dict[str, Any] | None, timeout_s: float) -> dict[str, Any] | None:
         """One request under the watchdog; None when the worker had to be stopped (recorded)."""
+        if self.worker is None:
+            return None
         try:
             return self.worker.request(msg, timeout_s)
         except ChannelTimeout:

@@ -169,7 +169,11 @@ def broken(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]
     root = tmp_path_factory.mktemp("broken")
     kernels = {name: write_kernel(root / "src", src, name) for name, src in BROKEN.items()}
     res = run_harness(
-        root, RMSNORM, kernels, shape_ids=[BATCH1, BATCH7], extra=["--pattern", "A", "--repeats", "1"]
+        root,
+        RMSNORM,
+        kernels,
+        shape_ids=[BATCH1, BATCH7],
+        extra=["--pattern", "A", "--repeats", "1", "--no-source-policy"],
     )
     return res["kernels"]
 

@@ -1,7 +1,9 @@
 """Anti-gaming checks (design §5), each with a cheating candidate it must catch, never PASS.
 
-All cheats run in ONE `python -m harness compare` invocation (one worker per kernel, the honest kernel
-among them as a control), so the suite stays fast; each check then has its own test below.
+The in-worker checks are tested on their own (`--no-source-policy`), then the static source policy
+that stops most of these cheats before any call. All cheats run in ONE `python -m harness compare` run
+(one worker per kernel, the honest kernel among them as a control), so the suite stays fast; each check
+then has its own test below.
 CUDA-only checks (side streams, graph kernel counts) are covered as pure logic in test_timing.py and
 on the GPU by the red team's benchmark.
 """
@@ -9,11 +11,21 @@ on the GPU by the red team's benchmark.
 from __future__ import annotations
 
 import string
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.tools.harness.test_gates import BATCH1, BATCH7, HONEST_DPS, RMSNORM, run_harness, write_kernel
+from aka_graph.tools.harness.policy import scan_source
+from tests.tools.harness.test_gates import (
+    BATCH1,
+    BATCH7,
+    HONEST_DPS,
+    RMSNORM,
+    TRITON_RMSNORM,
+    run_harness,
+    write_kernel,
+)
 
 COMPUTE = """
     x = hidden_states.float()
@@ -89,7 +101,7 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         kernels,
         shape_ids=[BATCH1, BATCH7],
         seeds=1,
-        extra=["--pattern", pattern, "--repeats", "1"],
+        extra=["--pattern", pattern, "--repeats", "1", "--no-source-policy"],
         timeout_s=600,
     )
     return res["kernels"]
@@ -168,3 +180,50 @@ def test_shape_specialisation_wrong_on_a_timed_shape_is_incorrect(verdicts: dict
     _assert_caught(verdicts, "shape_specialised", "INCORRECT", "seed 0")
     bad = [w for w in verdicts["shape_specialised"]["workloads"] if w["status"] != "PASS"]
     assert [w["id"] for w in bad] == [BATCH7]
+
+
+POLICY_CAUGHT = {
+    "patched_perf_counter": "assigns into the module 'time'",
+    "patched_synchronize": "assigns into the module 'torch'",
+    "patched_event_elapsed": "assigns into the module 'torch'",
+    "thread_left_running": "imports 'threading'",
+    "reserved_env_var": "assigns into the module 'os'",
+}
+
+
+@pytest.mark.parametrize(("name", "words"), sorted(POLICY_CAUGHT.items()))
+def test_the_source_policy_flags_patching_threads_and_env_changes(name: str, words: str) -> None:
+    found = scan_source(CHEATS[name], "kernel.py")
+    assert any(words in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\nsys.modules['harness.worker'].same_bits = lambda a, b: True\n",
+        "import inspect\n",
+        "def f():\n    return (lambda: 0).__code__\n",
+        "import torch\nframe = getattr(torch, 'x' + 'y')\n",
+        "import os\nos.environ.update(A='1')\nos.fork()\n",
+        "exec('print(1)')\n",
+        "from ctypes import CDLL\n",
+    ],
+)
+def test_the_source_policy_flags_interpreter_introspection(source: str) -> None:
+    assert scan_source(source, "kernel.py")
+
+
+def test_the_source_policy_leaves_honest_kernels_alone() -> None:
+    for name in ("honest",):
+        assert scan_source(CHEATS[name], "kernel.py") == []
+    assert scan_source(TRITON_RMSNORM, "kernel.py") == []
+    ok = "import os\nimport math\nimport torch\nINTERP = os.environ.get('TRITON_INTERPRET') == '1'\n"
+    assert scan_source(ok + "x = getattr(torch, 'bfloat16')\n", "kernel.py") == []
+
+
+@pytest.mark.slow
+def test_a_kernel_violating_the_source_policy_is_a_reward_hack_before_any_call(tmp_path: Path) -> None:
+    kernel = write_kernel(tmp_path, "import sys\n" + HONEST_DPS)
+    res = run_harness(tmp_path, RMSNORM, kernel, shape_ids=[BATCH1])
+    assert res["status"] == "REWARD_HACK" and "kernel.py:1: imports 'sys'" in res["message"]
+    assert all(w["latency_us"] is None for w in res["workloads"])

@@ -26,7 +26,7 @@ def test_graph_size_targets_a_few_ms_per_replay_and_a_bounded_total() -> None:
     assert calls == 5 and 5 <= replays <= 30
     for est in (1.0, 5.0, 60.0, 300.0, 5000.0):
         calls, replays = capture_plan(est)
-        assert calls * replays * est <= 50_000 or calls == 5 and replays == 5  # ~30 ms per workload
+        assert calls * replays * est <= 50_000 or (calls == 5 and replays == 5)  # ~30 ms per workload
 
 
 def test_enough_rotated_copies_to_outrun_the_l2() -> None:
