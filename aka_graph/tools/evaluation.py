@@ -58,8 +58,10 @@ def _python(sandbox: Sandbox) -> str:
     return sys.executable if getattr(sandbox, "name", "local") == "local" else "python3"
 
 
-def _common_args(seeds: int, shape_ids: list[str] | None, device: str) -> list[str]:
+def _common_args(seeds: int, shape_ids: list[str] | None, device: str, private: bool) -> list[str]:
     args = ["--op-dir", "op", "--seeds", str(seeds), "--device", device]
+    if private:  # production mode: messages must not carry the private shapes back
+        args.append("--private-shapes")
     for sid in shape_ids or []:
         args += ["--shape-id", sid]
     return args
@@ -106,6 +108,7 @@ def evaluate_kernel(
     timeout_s: float = 900,
     gpu_index: int | None = None,
     device: str = "auto",
+    private_shapes: bool = False,
 ) -> EvaluationResult:
     """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`."""
     argv = [
@@ -113,7 +116,7 @@ def evaluate_kernel(
         "-m",
         "harness",
         "evaluate",
-        *_common_args(seeds, shape_ids, device),
+        *_common_args(seeds, shape_ids, device, private_shapes),
         "--kernel-dir",
         "kernel",
         "--out",
@@ -154,6 +157,7 @@ def compare_kernels(
     timeout_s: float = 900,
     gpu_index: int | None = None,
     device: str = "auto",
+    private_shapes: bool = False,
 ) -> ComparisonResult:
     """All kernels measured interleaved (`pattern`, `repeats` times) in one job on one GPU allocation."""
     inputs: dict[str, Path] = {"harness": HARNESS_DIR, **operator_inputs(op_dir)}
@@ -162,7 +166,7 @@ def compare_kernels(
         "-m",
         "harness",
         "compare",
-        *_common_args(seeds, shape_ids, device),
+        *_common_args(seeds, shape_ids, device, private_shapes),
         "--pattern",
         pattern,
         "--repeats",

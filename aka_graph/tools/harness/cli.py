@@ -26,6 +26,11 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--gpu-spec", help="use this peak-table entry instead of the detected GPU")
     p.add_argument("--peak-table", type=Path, help="a JSON peak table replacing the built-in one")
     p.add_argument(
+        "--private-shapes",
+        action="store_true",
+        help="production mode: withhold every message that could carry shapes back to the agent",
+    )
+    p.add_argument(
         "--no-source-policy",
         action="store_true",
         help="skip the static kernel-source policy (tests of the in-worker checks only)",
@@ -86,6 +91,7 @@ def main(argv: list[str] | None = None) -> int:
         gpu_spec=args.gpu_spec,
         peak_table=args.peak_table,
         source_policy=not args.no_source_policy,
+        private_shapes=args.private_shapes,
     )
     if args.mode == "evaluate":
         kernels = {"A": args.kernel_dir}

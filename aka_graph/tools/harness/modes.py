@@ -179,6 +179,12 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         method = "none"
     first_bad = next((w for w in workloads if w["status"] != "PASS"), None)
     message = ks.error[1] if ks.error else (f"{first_bad['id']}: {first_bad['message']}" if first_bad else "")
+    if session.settings.private_shapes:  # candidate-controlled or shape-revealing text stays here
+        for w in workloads:
+            if w["message"]:
+                w["message"] = f"{w['status']} (details withheld: private shapes)"
+        if message:
+            message = f"{status} (details withheld: private shapes)"
     return report.result(
         status,
         ks.sha256,

@@ -50,6 +50,7 @@ class Settings:
     peak_table: Path | None = None
     scale: float = 2.0
     source_policy: bool = True  # False only to test the in-worker checks on their own
+    private_shapes: bool = False  # production mode: no message may carry shapes back to the agent
 
 
 def device_info(device: torch.device) -> dict[str, Any]:

@@ -103,3 +103,17 @@ def test_native_model_with_wrong_math_is_incorrect(tmp_path: Path) -> None:
     wrong = NATIVE_CANDIDATE.replace("torch.tanh(", "torch.sigmoid(")
     res = run_harness(tmp_path, op, write_kernel(tmp_path, wrong), shape_ids=["r7_h32"])
     assert res["status"] == "INCORRECT", res["message"]
+
+
+@pytest.mark.slow
+def test_private_shapes_mode_withholds_every_candidate_controlled_message(tmp_path: Path) -> None:
+    op = _native_op(tmp_path)
+    leaky = NATIVE_CANDIDATE.replace(
+        "        self.scale = scale\n", "        raise RuntimeError(f'SECRET {hidden}')\n", 1
+    )
+    res = run_harness(
+        tmp_path, op, write_kernel(tmp_path, leaky), shape_ids=["r7_h32"], extra=["--private-shapes"]
+    )
+    assert res["status"] == "RUNTIME_ERROR"
+    text = json.dumps({k: v for k, v in res.items() if not k.startswith("_")})
+    assert "SECRET" not in text and "details withheld" in res["message"]
