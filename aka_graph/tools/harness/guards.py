@@ -131,6 +131,18 @@ class Sentinel:
             for key, value in vars(module).items()
             if callable(value)
         }
+        # methods of the harness's own classes and the code objects behind every harness function
+        self.members = {
+            (mod_name, key, attr): member
+            for (mod_name, key), value in self.harness.items()
+            if isinstance(value, type) and value.__module__ == mod_name
+            for attr, member in vars(value).items()
+        }
+        self.codes = {
+            name: fn.__code__
+            for name, fn in [*self.harness.items(), *self.members.items()]
+            if hasattr(fn, "__code__")
+        }
         self.env = reserved_env()
         self.threads = {t.ident for t in threading.enumerate()}
 
@@ -143,6 +155,13 @@ class Sentinel:
             module = sys.modules.get(mod_name)
             if module is None or vars(module).get(key) is not value:
                 found.append(f"harness function {mod_name}.{key} was replaced")
+        for (mod_name, key, attr), member in self.members.items():
+            if vars(self.harness[(mod_name, key)]).get(attr) is not member:
+                found.append(f"harness method {key}.{attr} was replaced")
+        for name, code in self.codes.items():
+            fn = self.harness.get(name) or self.members.get(name)  # type: ignore[call-overload]
+            if getattr(fn, "__code__", None) is not code:
+                found.append(f"the code of harness function {name[-1]} was replaced")
         env = reserved_env()
         changed = sorted(k for k in set(env) | set(self.env) if env.get(k) != self.env.get(k))
         if changed:
