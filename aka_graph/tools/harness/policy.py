@@ -182,7 +182,8 @@ def scan_source(source: str, filename: str) -> list[str]:
             flag(node, f"uses {node.id!r}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
             name = _literal(node.args[1]) if len(node.args) > 1 else None
-            if name is None:
+            on_torch = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "torch"
+            if name is None and not on_torch:  # getattr(torch, dtype_name) is the one common idiom
                 flag(node, "getattr with a computed attribute name")
             elif name in BANNED_ATTRIBUTES or name in BANNED_CALLS or name in BANNED_MODULES:
                 flag(node, f"getattr(..., {name!r})")

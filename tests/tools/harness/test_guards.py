@@ -214,7 +214,7 @@ def test_the_source_policy_flags_patching_threads_and_env_changes(name: str, wor
         "import sys\nsys.modules['harness.worker'].same_bits = lambda a, b: True\n",
         "import inspect\n",
         "def f():\n    return (lambda: 0).__code__\n",
-        "import torch\nframe = getattr(torch, 'x' + 'y')\n",
+        "import triton\nframe = getattr(triton, 'x' + 'y')\n",
         "import os\nos.environ.update(A='1')\nos.fork()\n",
         "exec('print(1)')\n",
         "from ctypes import CDLL\n",
@@ -229,7 +229,11 @@ def test_the_source_policy_leaves_honest_kernels_alone() -> None:
         assert scan_source(CHEATS[name], "kernel.py") == []
     assert scan_source(TRITON_RMSNORM, "kernel.py") == []
     ok = "import os\nimport math\nimport torch\nINTERP = os.environ.get('TRITON_INTERPRET') == '1'\n"
-    assert scan_source(ok + "x = getattr(torch, 'bfloat16')\n", "kernel.py") == []
+    assert (
+        scan_source(ok + "x = getattr(torch, 'bfloat16')\ny = getattr(torch, os.environ['D'])\n", "k.py")
+        == []
+    )
+    assert scan_source("import math\nf = getattr(math, 'sq' + 'rt')\n", "k.py")
 
 
 @pytest.mark.slow
