@@ -56,7 +56,8 @@ GPU_HONEST = {"gemma3_swiglu_torch"}
 
 
 def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
-                seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0) -> dict[str, Any]:
+                seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0,
+                extra_args: tuple[str, ...] = ()) -> dict[str, Any]:
     """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
 
     With `settle_s`, the file is read again that long after the harness exited and must not have
@@ -70,6 +71,7 @@ def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[
             "--out", "result.json", "--seeds", str(seeds), "--device", "cpu"]
     for sid in shape_ids or []:
         argv += ["--shape-id", sid]
+    argv += list(extra_args)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
            "PYTHONPATH": ".", "TRITON_INTERPRET": "1"}
     proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
@@ -136,7 +138,7 @@ def test_native_candidate_cannot_exfiltrate_private_shapes_through_the_result(tm
     """Production mode keeps exact shapes from the agent; the verdict must not carry them back."""
     shapes = ["t777_h3072_bf16"]
     result = run_harness(tmp_path, NATIVE_OP, REPO_ROOT / "benchmarks" / "candidates" /
-                         "native_rms_norm_leak_shapes", shapes)
+                         "native_rms_norm_leak_shapes", shapes, extra_args=("--private-shapes",))
     assert result["status"] != "PASS"
     text = str({k: v for k, v in result.items() if k != "_stderr"})
     assert "num_tokens" not in text and "LEAK" not in text, (
