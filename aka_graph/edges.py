@@ -95,14 +95,38 @@ def gluon_locked_after(state: CampaignState, outcome: Outcome) -> bool:
     return state.gluon_locked or (state.converting and outcome == "promoted")
 
 
-def route_after_baseline(state: CampaignState) -> AfterBaseline:
+def review_sends(state: CampaignState, episode: int) -> list[Send]:
+    """One `review` branch per reviewer (episode 0: correctness guidance for V1; else the episode's plan)."""
+    return [
+        Send(
+            "review",
+            ReviewTask(
+                reviewer=name,
+                episode=episode,
+                op_name=state.op_name,
+                platform=state.platform,
+                config=state.config,
+                budget_left=_budget_left(state),
+            ),
+        )
+        for name in state.config.reviewers
+    ]
+
+
+def route_after_baseline(state: CampaignState) -> list[Send] | AfterBaseline:
     if state.blocked is not None:
         return "await_environment"
     if state.incumbent is None:
         return "finish"  # the reference itself failed: nothing to optimise against
     if wants_v1(state.config):
-        return "framework_baseline_v1"
+        # reviewers first give correctness guidance for the framework-native V1 (fan-out)
+        return review_sends(state, 0) if state.config.reviewers else "framework_baseline_v1"
     return "finish" if stop_reason(state) else "plan_episode"
+
+
+def route_after_review(state: CampaignState) -> Literal["framework_baseline_v1", "implement"]:
+    """Reviews before any episode are V1's guidance; later ones are an episode plan's."""
+    return "framework_baseline_v1" if state.episode == 0 else "implement"
 
 
 def route_after_v1(state: CampaignState) -> AfterV1:
@@ -118,20 +142,7 @@ def route_after_plan(state: CampaignState) -> list[Send] | Literal["implement", 
         return "promote"  # the planner used up the budget: record the episode, then stop
     if state.episode_kind != "full" or not reviewers:
         return "implement"
-    return [
-        Send(
-            "review",
-            ReviewTask(
-                reviewer=name,
-                episode=state.episode,
-                op_name=state.op_name,
-                platform=state.platform,
-                config=state.config,
-                budget_left=_budget_left(state),
-            ),
-        )
-        for name in reviewers
-    ]
+    return review_sends(state, state.episode)
 
 
 def route_after_evaluate(state: CampaignState) -> AfterEvaluate:

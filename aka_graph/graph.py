@@ -57,13 +57,13 @@ def build_graph() -> StateGraph:
     builder.add_conditional_edges(
         "baseline_v0",
         edges.route_after_baseline,
-        ["await_environment", "framework_baseline_v1", "plan_episode", "finish"],
+        ["await_environment", "review", "framework_baseline_v1", "plan_episode", "finish"],
     )
     builder.add_conditional_edges(
         "framework_baseline_v1", edges.route_after_v1, ["await_environment", "plan_episode", "finish"]
     )
     builder.add_conditional_edges("plan_episode", edges.route_after_plan, ["review", "implement", "promote"])
-    builder.add_edge("review", "implement")
+    builder.add_conditional_edges("review", edges.route_after_review, ["framework_baseline_v1", "implement"])
     builder.add_edge("implement", "evaluate")
     builder.add_conditional_edges(
         "evaluate",

@@ -291,3 +291,22 @@ def test_review_branches_carry_the_budget_left() -> None:
         {"token_budget": 1000, "reviewers": ["a", "b"]}, episode=3, episode_kind="full", tokens_spent=300
     )
     assert {s.arg.budget_left for s in edges.route_after_plan(state)} == {700}
+
+
+def test_v1_with_reviewers_fans_out_for_correctness_guidance_first() -> None:
+    state = make_state({"v1": "always", "reviewers": ["codex", "pi"]}, incumbent=incumbent(), op_name="rms")
+    sends = edges.route_after_baseline(state)
+    assert isinstance(sends, list) and [s.arg.reviewer for s in sends] == ["codex", "pi"]
+    assert {s.arg.episode for s in sends} == {0}
+
+
+def test_without_v1_reviewers_wait_for_the_full_episodes() -> None:
+    state = make_state({"v1": "never", "reviewers": ["codex"]}, incumbent=incumbent())
+    assert edges.route_after_baseline(state) == "plan_episode"
+
+
+@pytest.mark.parametrize(
+    ("episode", "route"), [(0, "framework_baseline_v1"), (1, "implement"), (7, "implement")]
+)
+def test_reviews_lead_to_v1_before_the_episodes_and_to_implement_in_them(episode: int, route: str) -> None:
+    assert edges.route_after_review(make_state(episode=episode)) == route

@@ -232,3 +232,15 @@ def test_an_agent_turn_is_stopped_when_it_would_exceed_the_token_budget(tmp_path
     assert (
         len(records[1].experiments) == 3 and records[1].decision == "promoted"
     )  # trial 2 was still verified
+
+
+def test_v1_gets_reviewer_guidance_before_the_agent_writes_it(tmp_path: Path) -> None:
+    outcome, ctx = campaign(tmp_path, optimization_mode="production", max_iters=1)
+    root = Path(outcome.values["workspace_root"])
+    guidance = sorted(p.name for p in (root / "results" / "e0" / "reviews").iterdir())
+    assert guidance == ["r1.md", "r2.md"]
+    v1_turn = next(r for r in ctx.agent.runs if r.labels.get("episode") == "v1")
+    assert sorted(p.name for p in (v1_turn.cwd / "plans" / "reviews").iterdir()) == ["r1.md", "r2.md"]
+    records = read_version_records(root)
+    assert records[1].kind == "v1" and records[1].decision == "pinned"
+    assert outcome.values["agent_sessions"] == 2 + 1 + 3 + 1  # V1 reviews + V1 + 3 fast trials + policy

@@ -25,6 +25,7 @@ from aka_graph.nodes._common import (
     workspace_of,
 )
 from aka_graph.nodes.baseline_v0 import incumbent_from_record
+from aka_graph.nodes.implement import copy_reviews
 from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
 from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
@@ -65,6 +66,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     forbidden: list[str] = []
     if not marker.is_file():  # the agent turn (skipped when only the evaluation is being retried)
         worktree = ws.create_episode(V1_EPISODE)
+        copy_reviews(state, worktree)  # the reviewers' correctness guidance (episode 0)
         update_live(ws, state, "framework_baseline_v1", f"agent writing the {config.framework} V1")
         before = ws.protected_digest(worktree)
         run = AgentRun(

@@ -78,6 +78,15 @@ def plan_prompt(state: CampaignState, episode: int, plan_path: str) -> str:
     )
 
 
+def v1_review_prompt(framework: str, notes_path: str) -> str:
+    return (
+        f"Before anyone writes the first {framework} kernel of this operator (op/ holds its definition), "
+        "give correctness guidance: numerics and accumulation dtype, edge and degenerate shapes, strides "
+        f"and layouts, destination-passing outputs, what a {framework} implementation typically gets "
+        f"wrong. Write your notes to {notes_path}. Do not edit kernel.py."
+    )
+
+
 def review_prompt(episode: int, plan_path: str, notes_path: str) -> str:
     return (
         f"Review the plan {plan_path} of episode {episode} for correctness risks (numerics, edge shapes, "

@@ -6,6 +6,7 @@ Notes are kept outside the worktree (results/e<n>/reviews/) and merged into the 
 
 from __future__ import annotations
 
+import shutil
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -13,7 +14,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.nodes._common import emit, ledger_of, open_workspace, run_agent
-from aka_graph.nodes.prompts import review_prompt
+from aka_graph.nodes.prompts import review_prompt, v1_review_prompt
 from aka_graph.state import ReviewNote, ReviewTask
 
 
@@ -23,12 +24,17 @@ def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext])
     ws = open_workspace(task.config, task.op_name, task.platform)
     root = ws.root
     worktree = ws.episode_path(task.episode)
+    if task.episode == 0:  # V1 guidance: no worktree yet; each reviewer reads a private copy of op/
+        worktree = root / "results" / "e0" / f"review_{task.reviewer}"
+        shutil.copytree(ws.op_dir, worktree / "op", dirs_exist_ok=True)
     notes = root / "results" / f"e{task.episode}" / "reviews" / f"{task.reviewer}.md"
     notes.parent.mkdir(parents=True, exist_ok=True)
     plan_rel = f"plans/episode_{task.episode}.md"
     run = AgentRun(
         role=f"reviewer:{task.reviewer}",
-        prompt=review_prompt(task.episode, plan_rel, str(notes)),
+        prompt=review_prompt(task.episode, plan_rel, str(notes))
+        if task.episode
+        else v1_review_prompt(task.config.framework, str(notes)),
         cwd=worktree,
         effort="medium",
         timeout_s=task.config.agent_timeout_s,
