@@ -197,3 +197,21 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
             continue
         found += scan_source(path.read_text(errors="replace"), path.relative_to(kernel_dir).as_posix())
     return found
+
+
+# Foreign-function doors into the interpreter (numpy.ctypeslib.ctypes.pythonapi, cffi, ...): a string run
+# through them escapes any source scan, so the doors themselves are banned.
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "ctypes",
+    "ctypeslib",
+    "pythonapi",
+    "PyRun_SimpleString",
+    "CDLL",
+    "cdll",
+    "LoadLibrary",
+    "dlopen",
+    "cffi",
+    "ffi",
+    "load_library",
+}
+BANNED_MODULES = BANNED_MODULES | {"cffi", "numba"}

@@ -218,6 +218,7 @@ def test_the_source_policy_flags_patching_threads_and_env_changes(name: str, wor
         "import os\nos.environ.update(A='1')\nos.fork()\n",
         "exec('print(1)')\n",
         "from ctypes import CDLL\n",
+        "import numpy as np\nnp.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'x=1')\n",
     ],
 )
 def test_the_source_policy_flags_interpreter_introspection(source: str) -> None:
