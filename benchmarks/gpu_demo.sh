@@ -14,7 +14,8 @@
 # environment, and only those go into /tmp/coord-site, which PYTHONPATH puts first.
 #
 # Run from anywhere:  bash benchmarks/gpu_demo.sh      (artifacts -> $OUT, or /tmp/gpu_demo_out)
-# Exits non-zero, naming the step, when anything fails. AKA_DEMO_BWRAP=0 runs jobs without bubblewrap;
+# Exits non-zero, naming the step, when anything fails (the demo gets AKA_DEMO_TIMEOUT s, default 400).
+# AKA_DEMO_BWRAP=0 runs jobs without bubblewrap;
 # for testing the kit elsewhere: PYTHON=..., AKA_DEMO_CARRIED_GIT=1 (the carried git even where one is
 # installed), AKA_DEMO_DRY=1 (stop after the imports and the CLI's --help and graph, before the demo).
 set -euo pipefail
@@ -27,7 +28,7 @@ export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 SITE=/tmp/coord-site
 STEP=start
-trap 'rc=$?; if [ $rc -ne 0 ]; then echo "GPU DEMO FAILED at step \"$STEP\" (exit $rc)"; fi' EXIT
+trap 'rc=$?; if [ $rc -ne 0 ]; then echo "GPU DEMO FAILED at step \"$STEP\" (exit $rc)"; fi; sleep 1' EXIT
 
 # Unpack a .deb into a directory (never into /): dpkg -x, or by hand where the image has no dpkg.
 unpack_deb() {
@@ -73,9 +74,9 @@ else
   echo "pip could not plan against the image's packages; installing every carried wheel"
   WHEELS=(.gpu/whl/*.whl .gpu/coord/whl/*.whl)
 fi
-echo "installing ${#WHEELS[@]} carried wheels into $SITE:"
-printf '  %s\n' "${WHEELS[@]##*/}"
+echo "installing ${#WHEELS[@]} carried wheels into $SITE (the image has the rest)"
 if [ ${#WHEELS[@]} -gt 0 ]; then
+  printf '  %s\n' "${WHEELS[@]##*/}"
   "${PIP[@]}" install -q --no-index --no-deps --no-compile --no-cache-dir --target "$SITE" "${WHEELS[@]}"
 fi
 export PYTHONPATH="$SITE:$REPO"
@@ -145,7 +146,7 @@ WORK=$(mktemp -d /tmp/aka-demo.XXXXXX)
 echo "== demo: python -m aka_graph run   (in $WORK, TRITON_INTERPRET=${TRITON_INTERPRET:-unset})"
 cd "$WORK"
 set +e
-timeout 400 "$PY" -m aka_graph run
+timeout "${AKA_DEMO_TIMEOUT:-400}" "$PY" -m aka_graph run
 DEMO_RC=$?
 set -e
 echo "== demo exit code: $DEMO_RC"
@@ -172,7 +173,7 @@ for (table,) in db.execute("SELECT name FROM sqlite_master WHERE type='table' OR
     print(f"## {table} ({len(rows)} rows)")
     print(" | ".join(cols[i] for i in keep))
     for row in rows:
-        print(" | ".join(str(row[i])[:160] for i in keep))
+        print(" | ".join(str(row[i])[:12 if cols[i].endswith("sha256") else 160] for i in keep))
     print()
 PY
 [ -s "$OUT/ledger_summary.txt" ] || echo "no ledger summary"
