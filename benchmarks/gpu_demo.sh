@@ -87,7 +87,9 @@ if command -v git >/dev/null && [ "${AKA_DEMO_CARRIED_GIT:-0}" != 1 ]; then
 else
   GITROOT=/tmp/aka-git
   rm -rf "$GITROOT" && mkdir -p "$GITROOT/bin"
-  for deb in .gpu/coord/debs/*.deb .gpu/debs/libpcre2-8-0_*.deb; do unpack_deb "$deb" "$GITROOT"; done
+  for deb in .gpu/coord/debs/*.deb .gpu/debs/libpcre2-8-0_*.deb; do  # libpcre2: also the image's, likely
+    if [ -e "$deb" ]; then unpack_deb "$deb" "$GITROOT"; fi
+  done
   # The libraries go to git alone (a wrapper), not to the coordinator's environment: the sandbox hands
   # the host's LD_LIBRARY_PATH to GPU jobs.
   GITLIBS="$GITROOT/usr/lib/x86_64-linux-gnu:$GITROOT/lib/x86_64-linux-gnu"
