@@ -11,50 +11,68 @@ import torch
 from .inputs import random_poison_
 from .runner import KernelRunner, clone_values
 from .timing import (
+    MAX_COPIES,
     GraphTimer,
     Timing,
     capture_plan,
-    copies_for,
     estimate_us,
     judge_capture,
+    replicate,
+    rotation_copies,
     time_events,
     time_host,
 )
 
+FALLBACK_COPIES = 32  # the CUDA-event fallback times 30 calls, each after an L2 flush
+
 
 class Bench:
-    def __init__(self, runner: KernelRunner, first: list[Any], device: torch.device, l2_bytes: int) -> None:
+    def __init__(
+        self,
+        runner: KernelRunner,
+        first: list[Any],
+        device: torch.device,
+        l2_bytes: int,
+        max_copies: int = MAX_COPIES,
+    ) -> None:
         self.runner, self.device, self.l2_bytes = runner, device, l2_bytes
         nbytes = sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor))
         nbytes += sum(
             torch.Size(s).numel() * torch.empty(0, dtype=d).element_size() for s, d in runner.out_specs
         )
         on_gpu = device.type == "cuda"
-        n = copies_for(nbytes, l2_bytes, 100) if on_gpu else 1
-        self.copies = [first] + [clone_values(first) for _ in range(n - 1)]
-        self.outs = [runner.alloc_outputs() if runner.dps else None for _ in range(n)]
+        self.copies = [first]
+        self.outs = [runner.alloc_outputs() if runner.dps else None]
         self.produced: dict[int, Any] = {}
         self.violations: list[str] = []
         self.notes: list[str] = []
         self.graph: GraphTimer | None = None
         self.pristine: list[list[Any]] = []
+        self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
         if not on_gpu:
             self.pristine = [clone_values(c) for c in self.copies]
             t0 = time.perf_counter()
             self.call(0)
             self.first_s = time.perf_counter() - t0
             return
-        est = estimate_us(self.call, n)
-        calls, self.replays = capture_plan(est)
+        est = estimate_us(self.call, 1)
+        n = rotation_copies(nbytes, l2_bytes, est, max_copies)
+        self.copies = replicate(first, n)
+        # fresh poisoned outputs: copy 0's hold the estimate's answers
+        self.outs = replicate(runner.alloc_outputs(), n) if runner.dps else [None] * n
+        calls, self.replays = capture_plan(est, n)
         graph = GraphTimer(self.call, n, calls)
         try:
             graph.capture()
         except Exception as exc:  # not capturable: the tagged CUDA-event fallback
             torch.cuda.synchronize()
             self.notes.append(f"not capturable, CUDA-event fallback: {type(exc).__name__}: {exc}"[:500])
+            keep = min(n, FALLBACK_COPIES)  # per-call L2 flush there: a few copies suffice
+            self.copies, self.outs = self.copies[:keep], self.outs[:keep]
             self.pristine = [clone_values(c) for c in self.copies]
             return
         self.graph = graph
+        self.calls_per_sample = calls
         problem = judge_capture(graph.kernel_nodes, calls)
         if problem:
             self.violations.append(problem)
@@ -86,6 +104,22 @@ class Bench:
             timing = self.graph.measure(self.replays)
         timing.notes = self.notes + timing.notes
         return timing
+
+    def burst(self, reps: int, part: str = "all") -> None:
+        """`reps` more samples' worth of the timed invocation, back to back, as they were timed: graph
+        replays, or (host / CUDA-event fallback) the untimed perturbation then the call; part="prepare"
+        does only the perturbations, which the parent subtracts (it times requests; see plausibility)."""
+        if self.graph is not None:
+            for _ in range(reps):
+                self.graph.graph.replay()
+        else:
+            for i in range(reps):
+                if self.pristine:
+                    self.perturb(i)
+                if part == "all":
+                    self.call(i % len(self.copies))
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
 
     @property
     def last(self) -> int:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -18,7 +19,12 @@ COMPARISON_SCHEMA = "aka_graph.comparison.v1"
 def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--op-dir", required=True, type=Path)
     p.add_argument("--out", type=Path, help="where to write the result JSON (stdout when omitted)")
-    p.add_argument("--seeds", type=int, default=3, help="random seeds at scale 1 (one more at another scale)")
+    p.add_argument(
+        "--seeds",
+        type=int,
+        default=3,
+        help="correctness seeds in all, incl. one at another scale and one edge/interior mix",
+    )
     p.add_argument("--shape-id", action="append", dest="shape_ids", help="evaluate only these workloads")
     p.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     p.add_argument("--call-timeout", type=float, help="per-call watchdog in seconds")
@@ -70,12 +76,50 @@ def _failure(status: str, message: str) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
+    t0 = time.perf_counter()
     args = _parser().parse_args(argv)
     if args.mode == "worker":
         from .worker import worker_main
 
         return worker_main(args.op_dir, args.kernel_dir, args.device, args.rfd, args.wfd)
+    kernels = _kernels(args)
+    if kernels is None:
+        return 2
+    workers: dict[str, Any] = {}
+    if args.op_dir.is_dir():  # start the workers first: their start-up overlaps the parent's
+        from .worker_proc import WorkerProcess, become_subreaper
 
+        become_subreaper()
+        workers = {label: WorkerProcess(args.op_dir, path, args.device) for label, path in kernels.items()}
+    try:
+        return _run(args, kernels, workers, t0)
+    finally:
+        for worker in workers.values():
+            worker.close()
+
+
+def _kernels(args: argparse.Namespace) -> dict[str, Path] | None:
+    if args.mode == "evaluate":
+        kernels = {"A": args.kernel_dir}
+    else:
+        kernels = {}
+        for item in args.kernels:
+            label, sep, path = item.partition("=")
+            if not sep or not label:
+                print(f"--kernel-dir {item!r}: use LABEL=DIR", file=sys.stderr)
+                return None
+            kernels[label] = Path(path)
+    for label, path in kernels.items():
+        if not path.is_dir():
+            print(
+                f"kernel directory {path} ({label}) not found; pass a directory holding kernel.py",
+                file=sys.stderr,
+            )
+            return None
+    return kernels
+
+
+def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
     from .gpu_specs import UnknownGpuError
     from .modes import run
     from .opmodel import OperatorError
@@ -93,29 +137,14 @@ def main(argv: list[str] | None = None) -> int:
         source_policy=not args.no_source_policy,
         private_shapes=args.private_shapes,
     )
-    if args.mode == "evaluate":
-        kernels = {"A": args.kernel_dir}
-    else:
-        kernels = {}
-        for item in args.kernels:
-            label, sep, path = item.partition("=")
-            if not sep or not label:
-                print(f"--kernel-dir {item!r}: use LABEL=DIR", file=sys.stderr)
-                return 2
-            kernels[label] = Path(path)
-    for label, path in kernels.items():
-        if not path.is_dir():
-            print(
-                f"kernel directory {path} ({label}) not found; pass a directory holding kernel.py",
-                file=sys.stderr,
-            )
-            return 2
     try:
         results, rounds = run(
             settings,
             kernels,
             "A" if args.mode == "evaluate" else args.pattern,
             1 if args.mode == "evaluate" else args.repeats,
+            workers=workers,
+            t0=t0,
         )
     except (OperatorError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -9,25 +9,36 @@ from pathlib import Path
 from typing import Any
 
 from . import report
+from .plausibility import check_worker
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
-from .worker_proc import become_subreaper, kill_strays
+from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
 READY_TIMEOUT_S = 180.0
 
 
-def _start(session: Session, kernels: dict[str, Path]) -> list[KernelState]:
-    states = [KernelState(label, path, session) for label, path in kernels.items()]
+def _start(
+    session: Session, kernels: dict[str, Path], workers: dict[str, WorkerProcess] | None = None
+) -> list[KernelState]:
+    workers = workers or {}
+    states = [KernelState(label, path, session, workers.get(label)) for label, path in kernels.items()]
     if session.spec is not None:
         warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
     for ks in states:
         if ks.worker is None:
             continue
         try:
-            ks.worker.wait_ready(READY_TIMEOUT_S)
+            ready = ks.worker.wait_ready(READY_TIMEOUT_S)
         except Exception as exc:
             ks.stop("INFRA_ERROR", f"worker did not start: {exc}")
+            continue
+        if ready.get("device") != session.device.type:
+            ks.stop(
+                "INFRA_ERROR",
+                f"the worker chose device {ready.get('device')!r}, the parent "
+                f"{session.device.type!r}; pass --device cuda or --device cpu",
+            )
             continue
         reply = ks.request(
             {"cmd": "load", "init_seed": session.seeds[0][0]}, session.settings.compile_timeout
@@ -120,6 +131,13 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
             )
             return None
     latency = float(reply["latency_us"])
+    on_gpu = session.device.type == "cuda"
+    calls = max(1, int(reply.get("calls") or 1))
+    prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls
+    found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
+    if found is not None:  # the parent's own clock contradicts the worker's number
+        verdict.fail(*found)
+        return None
     verdict.latencies.append(latency)
     verdict.spread = reply["spread_pct"]
     verdict.method = reply["method"]
@@ -201,26 +219,6 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
     )
 
 
-def _stop_workers(states: list[KernelState]) -> None:
-    """Kill every worker, then every process a candidate left behind (re-parented to us as the
-    subreaper): leaving one is a REWARD_HACK, attributed through the worker's private build dir."""
-    workers = [ks.worker for ks in states if ks.worker is not None]
-    for worker in workers:
-        worker.kill()
-    strays = kill_strays(known=set())
-    for pid, environ in strays:
-        owners = [ks for ks in states if ks.worker and str(ks.worker.build_dir) in environ] or states
-        for ks in owners:  # dominates any earlier verdict: the process could have rewritten it
-            ks.alive = False
-            ks.error = (
-                "REWARD_HACK",
-                f"the kernel left a process running after its calls (pid {pid}); "
-                "candidates must not fork or daemonise",
-            )
-    for worker in workers:
-        worker.close()
-
-
 def pattern_order(pattern: str, labels: list[str]) -> list[str]:
     """'ABBA' -> labels: a character that is a label names it, else A = first kernel, B = second, ..."""
     order = []
@@ -235,15 +233,25 @@ def pattern_order(pattern: str, labels: list[str]) -> list[str]:
 
 
 def run(
-    settings: Settings, kernels: dict[str, Path], pattern: str = "A", repeats: int = 1
+    settings: Settings,
+    kernels: dict[str, Path],
+    pattern: str = "A",
+    repeats: int = 1,
+    workers: dict[str, WorkerProcess] | None = None,
+    t0: float | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
-    """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times."""
-    t0 = time.perf_counter()
+    """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times.
+    `workers`: spawned early by the command line (label -> worker), `t0` when that started."""
+    phases: dict[str, float] = {}
+    if t0 is not None:  # the command's own start-up: interpreter, torch import, spawning the workers
+        phases["imports"] = time.perf_counter() - t0
+    else:
+        t0 = time.perf_counter()
     become_subreaper()
     session = Session(settings)
     order = pattern_order(pattern, list(kernels))
-    states = _start(session, kernels)
-    phases = {"startup": time.perf_counter() - t0}
+    states = _start(session, kernels, workers)
+    phases["startup"] = time.perf_counter() - t0 - sum(phases.values())
     rounds: list[dict[str, Any]] = []
     ref_timing: dict[int, Any] = {}
     try:
@@ -271,7 +279,7 @@ def run(
                     ref_timing[idx] = None
             phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
-        _stop_workers(states)
+        stop_workers(states)
     phases["total"] = time.perf_counter() - t0
     results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
     for res in results.values():

@@ -67,7 +67,7 @@ def _bytes_view(t: torch.Tensor) -> memoryview:
 
 def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
     if isinstance(obj, torch.Tensor):
-        tensors.append(obj.detach().contiguous().cpu())
+        tensors.append(obj.detach().contiguous())  # device tensors go through the pinned stage
         return {
             _TAG: len(tensors) - 1,
             "shape": list(obj.shape),
@@ -83,7 +83,16 @@ def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
 class Channel:
     def __init__(self, rfd: int, wfd: int, map_location: str | None = None) -> None:
         self.rfd, self.wfd, self.map_location = rfd, wfd, map_location
+        self._stage: torch.Tensor | None = None  # one pinned buffer, reused for every device tensor
         enlarge(wfd)
+
+    def stage(self, nbytes: int) -> torch.Tensor:
+        """Pinned host bytes for device<->host copies (synchronous ones: reusable right after)."""
+        if self._stage is None or self._stage.numel() < nbytes:
+            size = max(nbytes, 1 << 20)
+            self._stage = None
+            self._stage = torch.empty(size, dtype=torch.uint8, pin_memory=True)
+        return self._stage[:nbytes]
 
     def _write(self, view: memoryview) -> None:
         while view:
@@ -97,6 +106,14 @@ class Channel:
         header = buf.getvalue()
         self._write(memoryview(struct.pack("<Q", len(header)) + header))
         for t in tensors:
+            if t.device.type == "cuda":  # device -> pinned stage (synchronous copy), then the pipe
+                n = t.numel() * t.element_size()
+                staged = self.stage(n)
+                if n:
+                    staged.copy_(t.reshape(-1).view(torch.uint8))
+                t = staged
+            elif t.device.type != "cpu":
+                t = t.cpu()
             self._write(_bytes_view(t))
 
     def _read_into(self, view: memoryview, deadline: float | None) -> None:
@@ -123,15 +140,15 @@ class Channel:
         numel = 1
         for d in shape:
             numel *= d
+        nbytes = numel * torch.empty(0, dtype=dtype).element_size()
         on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
-        raw = torch.empty(
-            numel * torch.empty(0, dtype=dtype).element_size(),
-            dtype=torch.uint8,
-            pin_memory=on_gpu and torch.cuda.is_available(),
-        )
+        if on_gpu:  # pipe -> pinned stage -> a new device tensor (synchronous: the stage is free again)
+            staged = self.stage(nbytes)
+            self._read_into(_bytes_view(staged), deadline)
+            return staged.view(dtype).reshape(shape).to(self.map_location, copy=True)
+        raw = torch.empty(nbytes, dtype=torch.uint8)
         self._read_into(_bytes_view(raw), deadline)
-        t = raw.view(dtype).reshape(shape)
-        return t.to(self.map_location) if on_gpu else t
+        return raw.view(dtype).reshape(shape)
 
     def _rebuild(self, obj: Any, deadline: float | None, count: list[int]) -> Any:
         if isinstance(obj, dict) and _TAG in obj:

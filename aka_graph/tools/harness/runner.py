@@ -59,28 +59,28 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     )
 
 
+_SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
 def digest(values: list[Any]) -> list[float]:
-    """A cheap fingerprint of inputs, to prove both processes regenerated identical data."""
+    """A cheap fingerprint of inputs, to prove both processes regenerated identical data. Exact and
+    independent of summation order (the bits as integers, summed in int64), so the two processes agree
+    whatever their thread counts."""
     out = []
     for v in values:
         if isinstance(v, torch.Tensor) and v.numel() == 0:
             out.append(0.0)
         elif isinstance(v, torch.Tensor):
             flat = v.detach().reshape(-1)
-            if flat.dtype == torch.bool or not (flat.dtype.is_floating_point or flat.dtype.is_complex):
-                flat = flat.to(torch.int64)
-            elif flat.element_size() == 1:  # fp8: no reductions
-                flat = flat.to(torch.float32)
+            if flat.dtype == torch.bool:
+                flat = flat.to(torch.int8)
+            elif flat.dtype.is_floating_point or flat.dtype.is_complex:
+                flat = flat.view(_SAME_SIZE_INT[flat.element_size()])
             step = max(1, flat.numel() // 65536)
-            sample = torch.nan_to_num(flat[::step].double(), nan=0.0, posinf=1e30, neginf=-1e30)
-            weights = torch.arange(sample.numel(), device=sample.device, dtype=torch.float64) % 1009
-            total = torch.nan_to_num(
-                flat.sum(dtype=torch.float32).double() if flat.is_floating_point() else flat.sum().double(),
-                nan=0.0,
-                posinf=1e30,
-                neginf=-1e30,
-            )
-            out.append(float(total) + float((sample * weights).sum()))
+            sample = flat[::step].to(torch.int64)
+            weights = torch.arange(sample.numel(), device=sample.device, dtype=torch.int64) % 1009
+            total = int(flat.sum(dtype=torch.int64)) + int((sample * weights).sum())
+            out.append(float(total % (1 << 52)))
         elif isinstance(v, int | float | bool):
             out.append(float(v))
         else:

@@ -88,24 +88,29 @@ class WorkloadVerdict:
 
 
 class KernelState:
-    def __init__(self, label: str, kernel_dir: Path, session: Session) -> None:
+    def __init__(
+        self, label: str, kernel_dir: Path, session: Session, worker: WorkerProcess | None = None
+    ) -> None:
+        """`worker`: one spawned early (before the parent imported torch), else one is spawned here."""
         self.label, self.kernel_dir = label, Path(kernel_dir)
         self.sha256 = kernel_sha256(self.kernel_dir) if self.kernel_dir.is_dir() else ""
         self.verdicts: dict[int, WorkloadVerdict] = {i: WorkloadVerdict() for i in session.indices}
         self.error: tuple[str, str] | None = None  # a failure before any workload (compile, startup)
         self.alive = True
         self.worker: WorkerProcess | None = None
+        self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
         banned = scan_kernel_dir(self.kernel_dir) if session.settings.source_policy else []
         if banned:  # the checks inside the worker could be switched off: no call is made at all
+            if worker is not None:  # it never got the load command: the kernel was never imported
+                worker.close()
             self.stop(
                 "REWARD_HACK",
                 "the kernel source reaches into the interpreter or patches global "
                 "state, which kernels must not do: " + "; ".join(banned[:10]),
             )
             return
-        self.worker = WorkerProcess(
-            session.op.directory, self.kernel_dir, session.device.type, str(session.device)
-        )
+        self.worker = worker or WorkerProcess(session.op.directory, self.kernel_dir, session.device.type)
+        self.worker.attach(str(session.device))
 
     @property
     def passed(self) -> bool:
@@ -148,10 +153,13 @@ class Session:
             self.spec = lookup(settings.gpu_spec or self.device_info["name"], table)  # unknown -> error
         self.l2_bytes = self.spec.l2_bytes if self.spec else 0
         self.call_timeout = settings.call_timeout or (30.0 if self.device.type == "cuda" else 300.0)
-        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds))]
-        # + one seed at another scale, + the first seed's edges around fresh interior rows
+        # `--seeds N` counts every seed, each of another kind where possible: plain random ones, one at
+        # another scale, and (SOL) the first seed's edges around fresh interior rows; never fewer than
+        # one of each kind. Native inputs come from input.py: no scaling or mixing applies there.
+        extras = 2 if self.op.kind == "sol" else 1
+        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds - extras))]
         self.seeds: list[tuple[int, float, int | None]] = [*base, (fresh_seed(), settings.scale, None)]
-        if self.op.kind == "sol":  # native inputs come from input.py: no scaling or mixing applies
+        if self.op.kind == "sol":
             self.seeds.append((base[0][0], 1.0, fresh_seed()))
         self.bench_seed = fresh_seed()
         self.reference = Reference(self.op, self.device, self.seeds[0][0])

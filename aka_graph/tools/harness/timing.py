@@ -42,11 +42,20 @@ def summarize(samples_us: list[float]) -> tuple[float, float]:
     return med, (q[2] - q[0]) / med * 100 if med > 0 else 0.0
 
 
-def capture_plan(est_us: float, max_calls: int = 100) -> tuple[int, int]:
+MAX_COPIES = 2048  # small calls: thousands of copies, so one pass over them outruns the L2 (F12)
+REPLAY_BUDGET_US = 100_000.0  # sizing cap: copies x the eager estimate per replay
+WARMUP_CALLS = 8  # eager calls on the capture stream before capture (lazy init, autotuning)
+
+
+def capture_plan(est_us: float, n_copies: int = 1, max_calls: int = 100) -> tuple[int, int]:
     """(calls per graph, replays): ~2 ms per replay, at most ~30 ms of replays per workload, so a
-    14-workload operator times in well under a second yet each sample averages many calls."""
+    14-workload operator times in well under a second yet each sample averages many calls. The calls
+    are a multiple of (and at least) `n_copies`: every rotated copy is used equally often, and the copy
+    that re-validation replays is one the graph writes."""
     est = max(est_us, 1.0)
-    calls = max(5, min(max_calls, round(2000 / est)))
+    base = max(5, min(max_calls, round(2000 / est)))
+    n = max(1, n_copies)
+    calls = n * math.ceil(base / n)
     replays = max(5, min(20, round(30000 / (calls * est))))
     return calls, replays
 
@@ -57,6 +66,40 @@ def copies_for(bytes_per_call: int, l2_bytes: int, max_copies: int, budget_bytes
         return 1
     want = math.ceil(3 * l2_bytes / bytes_per_call)
     return max(1, min(want, max_copies, max(1, budget_bytes // bytes_per_call)))
+
+
+def rotation_copies(bytes_per_call: int, l2_bytes: int, est_us: float, max_copies: int = MAX_COPIES) -> int:
+    """Copies for graph timing: 3x L2 per pass up to `max_copies` (a 122 KB call gets 1547 for a 60 MB
+    L2, 180 MB), fewer only when copies x the eager estimate would exceed REPLAY_BUDGET_US per replay
+    (slow kernels on little data, where the L2 matters least). The estimate includes launch overhead,
+    so it errs high."""
+    by_time = max(1, int(REPLAY_BUDGET_US / max(est_us, 1.0)))
+    return copies_for(bytes_per_call, l2_bytes, min(max_copies, by_time))
+
+
+def replicate(values: list[Any], n: int, align: int = 512) -> list[list[Any]]:
+    """`values` plus n-1 copies. Each contiguous tensor's copies are `align`-aligned views into one
+    slab filled by one broadcast copy (thousands of clones would cost a launch each); other values are
+    cloned (tensors) or shared (Python scalars)."""
+    copies: list[list[Any]] = [values] + [[] for _ in range(n - 1)]
+    if n <= 1:
+        return copies[:1]
+    for v in values:
+        if not isinstance(v, torch.Tensor):
+            for c in copies[1:]:
+                c.append(v)
+            continue
+        nbytes = v.numel() * v.element_size()
+        if nbytes == 0 or not v.is_contiguous() or v.dim() == 0 or type(v) is not torch.Tensor:
+            for c in copies[1:]:
+                c.append(v.clone())
+            continue
+        stride = -(-nbytes // align) * align
+        slab = torch.empty((n - 1, stride), dtype=torch.uint8, device=v.device)
+        slab[:, :nbytes].copy_(v.detach().reshape(-1).view(torch.uint8).expand(n - 1, nbytes))
+        for i, c in enumerate(copies[1:]):
+            c.append(slab[i, :nbytes].view(v.dtype).view(v.shape))
+    return copies
 
 
 def judge_capture(kernel_nodes: int | None, calls: int) -> str | None:
@@ -138,7 +181,7 @@ class GraphTimer:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for k in range(self.n_copies):
+            for k in range(min(self.n_copies, WARMUP_CALLS)):
                 self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()

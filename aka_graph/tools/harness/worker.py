@@ -49,6 +49,8 @@ class Worker:
         if device.type == "cuda":  # CUDA init sets CUDA_MODULE_LOADING; do it before the snapshot
             torch.empty(1, device=device)
             torch.cuda.synchronize()
+        with contextlib.suppress(ImportError):  # most candidates import it: pay that while the parent
+            import triton  # noqa: F401  (loads the operator and its references)
         self.sentinel = Sentinel()  # captured before the candidate is imported
         self.target: Any = None
         self.dps = True
@@ -146,6 +148,7 @@ class Worker:
                 "samples_us": timing.samples_us,
                 "method": timing.method,
                 "kernels_per_call": timing.kernels_per_call,
+                "calls": bench.calls_per_sample,
                 "notes": timing.notes,
                 "violations": list(bench.violations),
             }
@@ -156,6 +159,14 @@ class Worker:
                 reply.update(reval)
             reply["violations"] += _CHECK(self.sentinel)
             return reply
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """More runs of the timed invocation; the parent times this request with its own clock."""
+        try:
+            self.benches[int(msg["wl"])].burst(max(1, int(msg["reps"])), str(msg.get("part", "all")))
+            return {}
         except BaseException as exc:
             return {"error": _failure(exc)}
 
@@ -196,14 +207,27 @@ def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -
     os.dup2(2, 1)  # candidate prints go to the log, never into the protocol
     sys.stdout = sys.stderr
     chan = Channel(rfd, wfd)
+    if device == "auto":  # resolved as the parent resolves it; the parent checks the answer
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # before triton is imported and before the sentinel's snapshot
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        # one thread: host timing of multi-threaded CPU ops swings with thread wake-ups on a busy host,
+        # which the parent's burst check (plausibility.py) would misread as a faked report
+        torch.set_num_threads(1)
     dev = torch.device(device)
     try:
         worker = Worker(load_operator(Path(op_dir)), Path(kernel_dir), dev)
     except BaseException as exc:
         chan.send({"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"}})
         return 1
-    chan.send({"ready": True})
-    handlers = {"load": worker.load, "run": worker.run, "time": worker.time}
+    chan.send({"ready": True, "device": dev.type})
+    handlers = {
+        "load": worker.load,
+        "run": worker.run,
+        "time": worker.time,
+        "burst": worker.burst,
+        "ping": lambda msg: {},
+    }
     while True:
         try:
             msg = chan.recv()

@@ -1,4 +1,7 @@
-"""Spawning and talking to the untrusted worker from the trusted parent (watchdog included)."""
+"""Spawning and talking to the untrusted worker from the trusted parent (watchdog included).
+
+Standard library only at import time: the command line spawns the workers before the parent imports
+torch, so the workers' start-up (interpreter, torch, CUDA) overlaps the parent's."""
 
 from __future__ import annotations
 
@@ -10,8 +13,6 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
-
-from .protocol import Channel, ChannelClosed, ChannelTimeout
 
 PACKAGE = __package__ or "harness"
 
@@ -47,7 +48,9 @@ def worker_env(device: str, build_dir: Path) -> dict[str, str]:
 
 
 class WorkerProcess:
-    def __init__(self, op_dir: Path, kernel_dir: Path, device: str, map_location: str) -> None:
+    def __init__(self, op_dir: Path, kernel_dir: Path, device: str) -> None:
+        """`device`: cuda, cpu, or auto (the worker resolves it as the parent does; `wait_ready`
+        returns what it chose). The channel is attached once the parent knows its device."""
         self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_"))
         self.log_path = self.build_dir / "worker.log"
         p2w_r, p2w_w = os.pipe()
@@ -79,17 +82,26 @@ class WorkerProcess:
         )
         os.close(p2w_r)
         os.close(w2p_w)
-        self.chan = Channel(w2p_r, p2w_w, map_location=map_location)
+        self.chan: Any = None
         self.fds = (w2p_r, p2w_w)
         self.ready = False
+        self.closed = False
 
-    def wait_ready(self, timeout_s: float) -> None:
+    def attach(self, map_location: str) -> None:
+        from .protocol import Channel
+
+        self.chan = Channel(self.fds[0], self.fds[1], map_location=map_location)
+
+    def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         reply = self.request(None, timeout_s)
         if "error" in reply:
             raise WorkerDied(reply["error"]["message"])
         self.ready = True
+        return reply
 
     def request(self, msg: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
+        from .protocol import ChannelClosed, ChannelTimeout
+
         try:
             if msg is not None:
                 self.chan.send(msg)
@@ -114,6 +126,9 @@ class WorkerProcess:
             self.proc.wait()
 
     def close(self) -> None:
+        if self.closed:  # idempotent: the fds must never be closed twice (their numbers get reused)
+            return
+        self.closed = True
         self.kill()  # nothing of the worker's is needed any more; a graceful exit only costs time
         for fd in self.fds:
             with contextlib.suppress(OSError):
@@ -171,3 +186,23 @@ def kill_strays(known: set[int]) -> list[tuple[int, str]]:
             with contextlib.suppress(ChildProcessError):
                 os.waitpid(pid, 0)
     return strays
+
+
+def stop_workers(states: list[Any]) -> None:
+    """Kill every worker, then every process a candidate left behind (re-parented to us as the
+    subreaper): leaving one is a REWARD_HACK, attributed through the worker's private build dir."""
+    workers = [ks.worker for ks in states if ks.worker is not None]
+    for worker in workers:
+        worker.kill()
+    strays = kill_strays(known=set())
+    for pid, environ in strays:
+        owners = [ks for ks in states if ks.worker and str(ks.worker.build_dir) in environ] or states
+        for ks in owners:  # dominates any earlier verdict: the process could have rewritten it
+            ks.alive = False
+            ks.error = (
+                "REWARD_HACK",
+                f"the kernel left a process running after its calls (pid {pid}); "
+                "candidates must not fork or daemonise",
+            )
+    for worker in workers:
+        worker.close()

@@ -134,8 +134,8 @@ def test_real_triton_kernel_passes_under_the_interpreter_with_three_seeds(tmp_pa
     assert res["status"] == "PASS", res["message"]
     assert res["_exit"] == 0
     assert res["timing_method"] == "host_interpreter" and res["authoritative"] is False
-    assert len(res["seeds"]) == 5  # 3 random + 1 at another scale + 1 edge/interior mix
-    assert sorted(res["seed_scales"]) == [1.0, 1.0, 1.0, 1.0, 2.0]
+    assert len(res["seeds"]) == 3  # 1 random + 1 at another scale + 1 edge/interior mix
+    assert sorted(res["seed_scales"]) == [1.0, 1.0, 2.0] and len(set(res["seeds"])) == 3
     for w in res["workloads"]:
         assert w["status"] == "PASS" and w["latency_us"] > 0 and w["reference_latency_us"] > 0
         assert w["sol_bound_us"] is None  # no speed of light on a CPU
@@ -283,3 +283,23 @@ def test_sol_bound_above_the_measured_time_is_a_reward_hack(tmp_path: Path) -> N
 def test_unknown_gpu_is_an_explicit_error_never_a_guess(tmp_path: Path) -> None:
     res = evaluate_source(tmp_path, HONEST_DPS, extra=["--gpu-spec", "Z9000"])
     assert res["status"] == "INFRA_ERROR" and "not in the peak table" in res["message"]
+
+
+@pytest.mark.parametrize(("asked", "expected"), [(1, 3), (3, 3), (5, 5)])
+def test_seeds_count_every_kind_each_input_set_differs(asked: int, expected: int) -> None:
+    """`--seeds 3` is 3 seeds in all, each of another kind: random, another scale, edge/interior mix."""
+    from aka_graph.tools.harness.session import Session, Settings
+
+    seeds = Session(Settings(op_dir=RMSNORM, seeds=asked, device="cpu")).seeds
+    assert len(seeds) == expected
+    assert [s[1] for s in seeds].count(2.0) == 1  # one at another scale
+    mixes = [s for s in seeds if s[2] is not None]
+    assert len(mixes) == 1 and mixes[0][0] == seeds[0][0] and mixes[0][2] != seeds[0][0]
+    assert len({s[0] for s in seeds if s[2] is None}) == expected - 1  # fresh seeds otherwise
+
+
+def test_native_operators_get_three_seeds_without_mixing() -> None:
+    from aka_graph.tools.harness.session import Session, Settings
+
+    seeds = Session(Settings(op_dir=REPO_ROOT / "benchmarks/operators/native_rms_norm", device="cpu")).seeds
+    assert len(seeds) == 3 and len({s[0] for s in seeds}) == 3 and all(s[2] is None for s in seeds)

@@ -8,7 +8,16 @@ import torch
 
 from aka_graph.tools.harness.gpu_specs import GPU_SPECS, UnknownGpuError, lookup
 from aka_graph.tools.harness.speed_of_light import FlopCounter, below_bound, bound, dtype_class, utilization
-from aka_graph.tools.harness.timing import capture_plan, copies_for, judge_capture, summarize, time_host
+from aka_graph.tools.harness.timing import (
+    MAX_COPIES,
+    capture_plan,
+    copies_for,
+    judge_capture,
+    replicate,
+    rotation_copies,
+    summarize,
+    time_host,
+)
 
 
 def test_summary_is_the_median_with_iqr_spread() -> None:
@@ -35,6 +44,57 @@ def test_enough_rotated_copies_to_outrun_the_l2() -> None:
     assert copies_for(10 << 20, l2, 100) == 18  # 3 x 60 MB / 10 MB
     assert copies_for(500 << 20, l2, 100) == 1
     assert copies_for(3 << 30, l2, 100) == 1  # memory budget
+
+
+def test_small_calls_rotate_over_enough_copies_to_outrun_a_60_mb_l2() -> None:
+    """F12: a batch-7 rmsnorm call (122 KB) must not be timed from L2 (100 copies were 12 MB): one pass
+    over the copies is >= 2x the L2 even with an eager estimate inflated by launch overhead."""
+    l2 = 60 << 20
+    for nbytes in (24_576 * 4, 2 * 7 * 4096 * 2 + 8192, 2 * 79 * 4096 * 2 + 8192, 10 << 20):
+        n = rotation_copies(nbytes, l2, est_us=64.0)  # an eager estimate inflated by launch overhead
+        assert n * nbytes >= 2 * l2, (nbytes, n)
+    assert rotation_copies(2 * 4096 * 2 + 8192, l2, est_us=10.0) == MAX_COPIES  # batch 1: capped
+    assert rotation_copies(2 * 7 * 4096 * 2 + 8192, l2, est_us=60.0, max_copies=512) == 512  # references
+    assert rotation_copies(500 << 20, l2, est_us=100.0) == 1
+
+
+def test_rotation_is_bounded_by_replay_time_for_slow_kernels_on_little_data() -> None:
+    n = rotation_copies(100 << 10, 60 << 20, est_us=1000.0)  # a 1 ms kernel on 100 KB
+    calls, replays = capture_plan(1000.0, n)
+    assert n == 100 and calls * 1000.0 <= 100_000 and replays == 5
+
+
+@pytest.mark.parametrize("n_copies", [1, 3, 18, 100, 1475, 4096])
+@pytest.mark.parametrize("est", [1.0, 2.6, 64.0, 300.0, 5000.0])
+def test_every_copy_is_used_equally_and_the_last_copy_is_one_the_graph_writes(
+    n_copies: int, est: float
+) -> None:
+    calls, replays = capture_plan(est, n_copies)
+    assert calls >= n_copies and calls % n_copies == 0 and calls >= 5
+    assert (calls - 1) % n_copies == n_copies - 1  # Bench.last: the re-validated copy is written
+    assert 5 <= replays <= 20
+    if n_copies * est <= 20_000:
+        assert calls * est <= max(40_000, 2 * n_copies * est)  # replay time stays ~tens of ms
+
+
+def test_replicated_copies_are_aligned_independent_views_with_equal_values() -> None:
+    x = torch.randn(7, 33).to(torch.bfloat16)  # 462 bytes: an unaligned size
+    w = torch.randn(33)
+    flags = torch.tensor([True, False, True])
+    scalar_t = torch.tensor(2.5)
+    copies = replicate([x, w, 1e-5, flags, scalar_t, x.t()], 5)
+    assert len(copies) == 5 and copies[0][0] is x
+    for c in copies[1:]:
+        assert torch.equal(c[0], x) and torch.equal(c[1], w) and c[2] == 1e-5
+        assert torch.equal(c[3], flags) and torch.equal(c[4], scalar_t) and torch.equal(c[5], x.t())
+        assert c[0].dtype == x.dtype and c[0].shape == x.shape and c[0].is_contiguous()
+        for t in c[:2]:  # as aligned as a fresh allocation (the CUDA allocator's 512 bytes)
+            assert (t.data_ptr() - t.untyped_storage().data_ptr()) % 512 == 0
+    ptrs = {c[0].data_ptr() for c in copies}
+    assert len(ptrs) == 5
+    copies[2][0].fill_(0)  # copies are independent buffers
+    assert torch.equal(copies[3][0], x) and not torch.equal(copies[2][0], x)
+    assert replicate([x], 1) == [[x]]
 
 
 def test_an_empty_or_thinner_capture_is_rejected_not_timed_as_zero() -> None:

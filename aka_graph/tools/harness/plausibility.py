@@ -1,0 +1,181 @@
+"""The trusted parent's own check of a latency the worker reports (findings F10, F13, F15).
+
+Whatever runs in the candidate's process can patch the harness's timing code or edit its data (through
+frames, ctypes, ...), so the median the worker reports is advisory. The parent therefore asks the worker
+for a *burst*: R more replays of the very graph it timed (on a host or in the CUDA-event fallback, R
+calls, each after the same untimed input perturbation as when timed), and times the requests with its
+own clock (`time.perf_counter_ns` in this process; on a host also the worker's CPU time as the kernel
+accounts it, so waiting for a core on a busy machine does not count). Its estimate per call is
+(burst - baseline) / (R x calls per replay), the baseline being an empty request's round trip, or a
+burst of the perturbations alone. The overheads left in it only make it larger, so an honest kernel
+reads at or below it. A reported latency lower than the estimate by more than a tolerance is
+REWARD_HACK, with both numbers in the message.
+
+Limitations, stated plainly: the parent trusts the worker's count of calls per replay, and it cannot see
+what runs during the burst. A worker that also skips work during the burst (or shrinks the graph and
+the count with it) passes this check; that is re-validation's job (fresh inputs written into the timed
+buffers, poisoned outputs, one replay, compared by the parent) and the speed-of-light bound's.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+BURST_TARGET_US = 20_000.0  # long enough that the request's own overhead is a small fraction
+MAX_REPS = 1000  # a cheater reporting ~0 us gets a long burst, never an unbounded one
+PINGS = 3
+
+
+@dataclass(frozen=True)
+class Tolerance:
+    relative: float  # the reported latency may be this fraction below the parent's estimate
+    slack_us: float  # plus this much (tiny kernels)
+    bursts: int  # the fastest of this many bursts counts (host timing is noisy)
+
+
+GPU_TOLERANCE = Tolerance(0.15, 0.5, 1)
+HOST_TOLERANCE = Tolerance(0.35, 0.5, 3)
+
+Request = Callable[[dict[str, Any]], dict[str, Any] | None]
+
+
+def burst_reps(reported_us: float, calls: int) -> int:
+    """Replays so the burst lasts >= BURST_TARGET_US if the reported latency were true (bounded)."""
+    per_rep = max(reported_us, 1e-3) * max(calls, 1)
+    return max(1, min(MAX_REPS, math.ceil(BURST_TARGET_US / per_rep)))
+
+
+def parent_estimate_us(burst_ns: int, round_trip_ns: int, reps: int, calls: int) -> float:
+    return max(burst_ns - round_trip_ns, 0) / 1000.0 / (max(reps, 1) * max(calls, 1))
+
+
+def implausible(reported_us: float, estimate_us: float, reps: int, calls: int, tol: Tolerance) -> str | None:
+    """The verdict message when the worker's number is contradicted by the parent's clock, else None."""
+    if reported_us >= estimate_us * (1.0 - tol.relative) - tol.slack_us:
+        return None
+    return (
+        f"the worker reported {reported_us:.3f} us per call, but the harness's own clock times a "
+        f"burst of {reps} x {calls} calls of the same invocation at {estimate_us:.3f} us per call: "
+        "the reported timing was tampered with (patched or edited timing code in the kernel's process)"
+    )
+
+
+def process_cpu_ns(pid: int) -> int | None:
+    """CPU time of every thread of `pid` (ns), as the kernel accounts it (/proc/<pid>/task/*/schedstat):
+    unlike wall time, it does not grow while the process waits for a core on a busy host."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    total = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just exited
+    return total
+
+
+Clock = Callable[[], int | None]
+
+
+def _timed(request: Request, msg: dict[str, Any], cpu: Clock | None) -> tuple[int, int | None, Any]:
+    c0 = cpu() if cpu else None
+    t0 = time.perf_counter_ns()
+    reply = request(msg)
+    wall = time.perf_counter_ns() - t0
+    c1 = cpu() if cpu else None
+    return wall, (max(c1 - c0, 0) if c0 is not None and c1 is not None else None), reply
+
+
+def _fastest(a: int | None, b: int | None) -> int | None:
+    return b if a is None else a if b is None else min(a, b)
+
+
+def round_trip_ns(request: Request, cpu: Clock | None = None) -> tuple[int, int | None] | None:
+    """The fastest of a few empty requests (wall, worker CPU): what a burst costs beyond its calls."""
+    best: tuple[int, int | None] | None = None
+    for _ in range(PINGS):
+        wall, used, reply = _timed(request, {"cmd": "ping"}, cpu)
+        if reply is None or "error" in reply:
+            return None
+        best = (wall, used) if best is None else (min(best[0], wall), _fastest(best[1], used))
+    return best
+
+
+def _fastest_burst(
+    request: Request, msg: dict[str, Any], bursts: int, cpu: Clock | None
+) -> tuple[int, int | None] | tuple[str, str] | None:
+    """(wall, CPU) of the fastest of `bursts` identical requests; (status, message) on an error."""
+    best_wall: int | None = None
+    best_cpu: int | None = None
+    for _ in range(bursts):
+        wall, used, reply = _timed(request, msg, cpu)
+        if reply is None:
+            return None  # the request recorded why the worker was stopped
+        if "error" in reply:
+            return reply["error"]["status"], "during the timing burst: " + reply["error"]["message"]
+        best_wall, best_cpu = _fastest(best_wall, wall), _fastest(best_cpu, used)
+    assert best_wall is not None
+    return best_wall, best_cpu
+
+
+def check(
+    request: Request,
+    wl: int,
+    reported_us: float,
+    calls: int,
+    round_trip: tuple[int, int | None],
+    tol: Tolerance,
+    cpu: Clock | None = None,
+    prepared: bool = False,
+) -> tuple[str, str] | None:
+    """(status, message) when the worker's latency is implausible or the burst failed, else None.
+    With `cpu` (host timing), the estimate is the lower of wall and the worker's CPU time per call.
+    With `prepared` (host / CUDA-event timing: an untimed perturbation before every timed call), a burst
+    of the perturbations alone is subtracted instead of the empty request's round trip."""
+    reps = burst_reps(reported_us, calls)
+    main = _fastest_burst(request, {"cmd": "burst", "wl": wl, "reps": reps, "part": "all"}, tol.bursts, cpu)
+    if main is None or isinstance(main[0], str):
+        return main  # type: ignore[return-value]
+    base: Any = round_trip
+    if prepared:
+        base = _fastest_burst(
+            request, {"cmd": "burst", "wl": wl, "reps": reps, "part": "prepare"}, tol.bursts, cpu
+        )
+        if base is None or isinstance(base[0], str):
+            return base  # type: ignore[no-any-return]
+    estimate = parent_estimate_us(int(main[0]), int(base[0]), reps, calls)
+    if main[1] is not None and base[1] is not None:
+        estimate = min(estimate, parent_estimate_us(int(main[1]), int(base[1]), reps, calls))
+    message = implausible(reported_us, estimate, reps, calls, tol)
+    return ("REWARD_HACK", message) if message else None
+
+
+def check_worker(
+    ks: Any, on_gpu: bool, timeout_s: float, wl: int, reported_us: float, calls: int, prepared: bool
+) -> tuple[str, str] | None:
+    """`check` for a KernelState `ks` (its round trip measured once and kept on it). On a host the
+    worker's CPU time counts too (a busy CI machine must not make an honest kernel look faked); on a
+    GPU only wall time (the device does the work)."""
+
+    def request(msg: dict[str, Any]) -> dict[str, Any] | None:
+        return ks.request(msg, timeout_s)
+
+    pid = ks.worker.proc.pid if ks.worker is not None else -1
+    cpu = None if on_gpu else (lambda: process_cpu_ns(pid))
+    if ks.round_trip is None:
+        ks.round_trip = round_trip_ns(request, cpu)
+    if ks.round_trip is None or not ks.alive:
+        return ks.error or ("RUNTIME_ERROR", "the worker did not answer an empty request")
+    tol = GPU_TOLERANCE if on_gpu else HOST_TOLERANCE
+    found = check(request, wl, reported_us, calls, ks.round_trip, tol, cpu, prepared)
+    if found is None and not ks.alive:
+        return ks.error
+    return found
