@@ -42,6 +42,7 @@ def _watched() -> list[tuple[str, Any, str]]:
         "monotonic",
         "monotonic_ns",
         "process_time",
+        "process_time_ns",
         "sleep",
     ):
         items.append((f"time.{attr}", time, attr))

@@ -74,7 +74,9 @@ def digest(values: list[Any]) -> list[float]:
             flat = v.detach().reshape(-1)
             if flat.dtype == torch.bool:
                 flat = flat.to(torch.int8)
-            elif flat.dtype.is_floating_point or flat.dtype.is_complex:
+            elif flat.dtype.is_complex:
+                flat = torch.view_as_real(flat).reshape(-1)
+            if flat.dtype.is_floating_point:
                 flat = flat.view(_SAME_SIZE_INT[flat.element_size()])
             step = max(1, flat.numel() // 65536)
             sample = flat[::step].to(torch.int64)

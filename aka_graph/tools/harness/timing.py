@@ -123,15 +123,17 @@ def time_host(
     budget_s: float = 0.5,
     prepare: Callable[[int], None] | None = None,
 ) -> Timing:
-    """Host timing (interpreter/CPU; never authoritative). `prepare(i)` runs untimed before call i."""
+    """Host timing (interpreter/CPU; never authoritative): the process's CPU time per call, which the
+    parent can check against the worker's CPU time as the kernel accounts it (plausibility.py).
+    `prepare(i)` runs untimed before call i."""
     reps = max(2, min(5, int(budget_s / max(first_call_s, 1e-6))))
     samples = []
     for i in range(reps):
         if prepare is not None:
             prepare(i)
-        t0 = time.perf_counter()
+        t0 = time.process_time_ns()  # CPU time: a busy host's waits for a core do not count
         call(i % n_copies)
-        samples.append((time.perf_counter() - t0) * 1e6)
+        samples.append((time.process_time_ns() - t0) / 1e3)
     med, spread = summarize(samples)
     return Timing(med, spread, samples, "host_interpreter")
 

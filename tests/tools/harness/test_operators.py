@@ -242,3 +242,29 @@ def test_unknown_shape_ids_and_non_operator_directories_are_clear_errors(tmp_pat
     _write(tmp_path, _definition(), [{"uuid": "w", "axes": {"S": 2}}])
     with pytest.raises(OperatorError, match="var axis 'B' has no value"):
         load_operator(tmp_path)
+
+
+def test_input_digests_are_exact_whatever_the_thread_count_and_see_one_changed_element() -> None:
+    from aka_graph.tools.harness.runner import digest
+
+    values = [
+        torch.randn(300, 700).to(torch.bfloat16),
+        torch.randn(64, dtype=torch.complex128),
+        torch.randn(8).to(torch.float8_e4m3fn),
+        torch.randn(9, 4).t(),
+        torch.tensor(True),
+        torch.randint(-5, 5, (6,)),
+        1e-5,
+        torch.zeros(0),
+    ]
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        single = digest(values)
+        torch.set_num_threads(max(2, threads))
+        assert digest(values) == single  # the parent and a one-thread worker agree exactly
+    finally:
+        torch.set_num_threads(threads)
+    changed = [v.clone() if isinstance(v, torch.Tensor) else v for v in values]
+    changed[0][150, 350] += 1
+    assert digest(changed)[0] != single[0] and digest(changed)[1:] == single[1:]

@@ -72,6 +72,9 @@ def test_an_honest_worker_passes_the_burst_check() -> None:
     assert rt is not None and rt[0] >= 0 and rt[1] is None
     assert check(worker, 0, 2000.0, 1, rt, HOST_TOLERANCE) is None
     assert worker.bursts == [10, 10, 10]  # 3 bursts of >= 20 ms on a host, the fastest counts
+    slow = SleepingWorker(true_us=150_000.0)
+    assert check(slow, 0, 150_000.0, 1, rt, HOST_TOLERANCE) is None
+    assert slow.bursts == [1]  # a call longer than 100 ms: one burst is enough
 
 
 def test_the_untimed_perturbation_before_host_calls_is_subtracted_not_counted() -> None:
