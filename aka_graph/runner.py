@@ -93,13 +93,9 @@ def thread_config(thread_id: str) -> dict[str, Any]:
 
 
 def _target(config: CampaignConfig, context: CampaignContext) -> tuple[str, list[str]]:
-    from aka_graph.nodes.preprocess import resolve_target
+    from aka_graph.nodes.preprocess import detect_gpu, resolve_target
 
-    health = context.sandbox.health()
-    detected = health.device.get("name") if health.healthy else None
-    if detected and detected.lower().startswith("cpu"):
-        detected = None
-    platform, _, frameworks, _ = resolve_target(config.platform, detected)
+    platform, _, frameworks, _ = resolve_target(config.platform, detect_gpu(context.sandbox, config.platform))
     return platform, frameworks
 
 

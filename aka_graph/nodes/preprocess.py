@@ -50,6 +50,23 @@ def _safe(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "op"
 
 
+def detect_gpu(sandbox: Any, platform: str | None) -> str | None:
+    """The GPU the sandbox's health probe sees (None on a CPU host). Without --platform, a failed probe
+    is an error that carries the probe's own diagnostic, not a silent 'no GPU'."""
+    from aka_graph.tools.arch import UnknownPlatformError
+
+    health = sandbox.health()
+    if not health.healthy:
+        if platform:
+            return None  # the configured platform decides; evaluations will wait for the environment
+        raise UnknownPlatformError(
+            "the sandbox's health probe failed, so the GPU could not be detected; fix the environment "
+            f"or pass --platform. Probe: {health.diagnostic.strip()[-600:]}"
+        )
+    detected = health.device.get("name")
+    return None if not detected or detected.lower().startswith("cpu") else detected
+
+
 def resolve_target(platform: str | None, detected_gpu: str | None) -> tuple[str, str, list[str], str]:
     """(platform label, arch, frameworks, gpu name) through A1's shared table."""
     from aka_graph.tools.arch import frameworks_for, resolve_arch
@@ -64,10 +81,7 @@ def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[
     config = state.config
     op_dir = Path(config.op_dir).resolve()
     op_name, op_format = operator_identity(op_dir)
-    health = ctx.sandbox.health()
-    detected = health.device.get("name") if health.healthy else None
-    if detected and detected.lower().startswith("cpu"):
-        detected = None
+    detected = detect_gpu(ctx.sandbox, config.platform)
     platform, arch, frameworks, gpu_name = resolve_target(config.platform, detected)
     if config.framework not in frameworks:
         raise UnsupportedFramework(

@@ -7,10 +7,16 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from campaign_fakes import FakeAgent, make_context, write_fake_native_operator, write_fake_operator
+from campaign_fakes import (
+    FakeAgent,
+    FakeSandbox,
+    make_context,
+    write_fake_native_operator,
+    write_fake_operator,
+)
 from langgraph.runtime import Runtime
 
-from aka_graph.nodes.preprocess import OperatorError, operator_identity, preprocess
+from aka_graph.nodes.preprocess import OperatorError, detect_gpu, operator_identity, preprocess
 from aka_graph.nodes.problem import ProblemDerivationError
 from aka_graph.state import CampaignConfig, CampaignState
 from aka_graph.tools.arch import UnknownPlatformError
@@ -112,3 +118,17 @@ def test_a_derived_problem_that_leaks_private_ids_is_refused(tmp_path: Path) -> 
     ctx.agent = FakeAgent(forbidden_on=("problem", "leak"))
     with pytest.raises(ProblemDerivationError, match="private shape ids"):
         preprocess(CampaignState(config=config), Runtime(context=ctx))
+
+
+def test_a_failed_health_probe_without_platform_is_an_error_carrying_the_probe_diagnostic() -> None:
+    sandbox = FakeSandbox()
+    sandbox.outage(1)
+    with pytest.raises(UnknownPlatformError, match=r"health probe failed.*--platform.*fake GPU lost"):
+        detect_gpu(sandbox, None)
+
+
+def test_with_a_platform_a_failed_probe_defers_to_it_and_a_cpu_probe_detects_no_gpu() -> None:
+    sandbox = FakeSandbox()
+    sandbox.outage(1)
+    assert detect_gpu(sandbox, "H200") is None
+    assert detect_gpu(sandbox, None) is None  # healthy again, and the probe ran on a CPU

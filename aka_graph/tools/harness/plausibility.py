@@ -35,10 +35,10 @@ PINGS = 3
 class Tolerance:
     relative: float  # the reported latency may be this fraction below the parent's estimate
     slack_us: float  # plus this much (tiny kernels)
-    bursts: int  # the fastest of this many bursts counts (host timing is noisy)
+    bursts: int  # at most this many bursts; the fastest counts (a slow burst is never a cheat's doing)
 
 
-GPU_TOLERANCE = Tolerance(0.15, 0.5, 1)
+GPU_TOLERANCE = Tolerance(0.2, 0.5, 3)
 HOST_TOLERANCE = Tolerance(0.35, 0.5, 3)
 
 Request = Callable[[dict[str, Any]], dict[str, Any] | None]
@@ -139,23 +139,35 @@ def check(
     """(status, message) when the worker's latency is implausible or the burst failed, else None.
     With `cpu` (host timing), the estimate is the lower of wall and the worker's CPU time per call.
     With `prepared` (host / CUDA-event timing: an untimed perturbation before every timed call), a burst
-    of the perturbations alone is subtracted instead of the empty request's round trip."""
+    of the perturbations alone is subtracted instead of the empty request's round trip.
+    A burst only ever reads slower than the truth (a clock ramping up, a busy host), so one that looks
+    implausible is repeated, up to `tol.bursts` times, and the fastest counts."""
     reps = burst_reps(reported_us, calls)
-    # several bursts (the fastest counts) only where one is short enough for a hiccup to matter
-    bursts = tol.bursts if reps * calls * reported_us < 5 * BURST_TARGET_US else 1
-    main = _fastest_burst(request, {"cmd": "burst", "wl": wl, "reps": reps, "part": "all"}, bursts, cpu)
-    if main is None or isinstance(main[0], str):
-        return main  # type: ignore[return-value]
-    base: Any = round_trip
-    if prepared:
-        msg = {"cmd": "burst", "wl": wl, "reps": reps, "part": "prepare"}
-        base = _fastest_burst(request, msg, bursts, cpu)
-        if base is None or isinstance(base[0], str):
-            return base  # type: ignore[no-any-return]
-    estimate = parent_estimate_us(int(main[0]), int(base[0]), reps, calls)
-    if main[1] is not None and base[1] is not None:
-        estimate = min(estimate, parent_estimate_us(int(main[1]), int(base[1]), reps, calls))
-    message = implausible(reported_us, estimate, reps, calls, tol)
+    best_main: tuple[int, int | None] | None = None
+    best_base: Any = round_trip
+    message: str | None = None
+    for _ in range(max(tol.bursts, 1)):
+        main = _fastest_burst(request, {"cmd": "burst", "wl": wl, "reps": reps, "part": "all"}, 1, cpu)
+        if main is None or isinstance(main[0], str):
+            return main  # type: ignore[return-value]
+        if best_main is not None:
+            main = (min(best_main[0], main[0]), _fastest(best_main[1], main[1]))
+        best_main = main
+        if prepared:
+            msg = {"cmd": "burst", "wl": wl, "reps": reps, "part": "prepare"}
+            base = _fastest_burst(request, msg, 1, cpu)
+            if base is None or isinstance(base[0], str):
+                return base  # type: ignore[no-any-return]
+            # the fastest too: the worker could stretch this burst to shrink the estimate, never shorten it
+            if best_base is not round_trip:
+                base = (min(best_base[0], base[0]), _fastest(best_base[1], base[1]))
+            best_base = base
+        estimate = parent_estimate_us(int(best_main[0]), int(best_base[0]), reps, calls)
+        if best_main[1] is not None and best_base[1] is not None:
+            estimate = min(estimate, parent_estimate_us(int(best_main[1]), int(best_base[1]), reps, calls))
+        message = implausible(reported_us, estimate, reps, calls, tol)
+        if message is None:
+            return None
     return ("REWARD_HACK", message) if message else None
 
 

@@ -71,10 +71,36 @@ def test_an_honest_worker_passes_the_burst_check() -> None:
     rt = round_trip_ns(worker)
     assert rt is not None and rt[0] >= 0 and rt[1] is None
     assert check(worker, 0, 2000.0, 1, rt, HOST_TOLERANCE) is None
-    assert worker.bursts == [10, 10, 10]  # 3 bursts of >= 20 ms on a host, the fastest counts
+    assert worker.bursts == [10]  # one burst of >= 20 ms agrees: no need for another
     slow = SleepingWorker(true_us=150_000.0)
     assert check(slow, 0, 150_000.0, 1, rt, HOST_TOLERANCE) is None
-    assert slow.bursts == [1]  # a call longer than 100 ms: one burst is enough
+    assert slow.bursts == [1]  # a call longer than 100 ms: a burst of one call
+
+
+class RampingWorker(SleepingWorker):
+    """Honest, but its first burst runs slow (a GPU clock ramping up after an idle phase)."""
+
+    def __call__(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        if msg["cmd"] == "burst" and not self.bursts:
+            time.sleep(msg["reps"] * self.true_us * 0.6 / 1e6)
+        return super().__call__(msg)
+
+
+def test_a_burst_that_ran_slow_is_repeated_and_the_fastest_counts() -> None:
+    worker = RampingWorker(true_us=1000.0)
+    rt = round_trip_ns(worker)
+    assert rt is not None
+    assert check(worker, 0, 1000.0, 1, rt, GPU_TOLERANCE) is None
+    assert len(worker.bursts) == 2  # the first read 1.6x slow; the second agreed with the report
+
+
+def test_a_fake_report_stays_implausible_over_every_repeated_burst() -> None:
+    worker = SleepingWorker(true_us=1000.0)
+    rt = round_trip_ns(worker)
+    assert rt is not None
+    found = check(worker, 0, 400.0, 1, rt, GPU_TOLERANCE)  # a 2.5x fake speed-up
+    assert found is not None and found[0] == "REWARD_HACK"
+    assert len(worker.bursts) == GPU_TOLERANCE.bursts
 
 
 def test_the_untimed_perturbation_before_host_calls_is_subtracted_not_counted() -> None:
