@@ -99,5 +99,6 @@ def make_sandbox(spec: SandboxSpec) -> Sandbox:
         isolation=spec.isolation,
         health_command=spec.health_command,
         runtime_binds=list(spec.runtime_binds),
-        gpu_index=spec.gpu_index,
+        # no index given: LocalSandbox's own default (GPU 0 on an NVIDIA host), never "no GPU at all"
+        gpu_index="auto" if spec.gpu_index is None else spec.gpu_index,
     )

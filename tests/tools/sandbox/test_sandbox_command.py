@@ -121,3 +121,13 @@ def test_spec_builds_the_sandbox_it_describes() -> None:
     sandbox.close()
     with pytest.raises(ValidationError, match="--sandbox-ssh-gpu is required"):
         SandboxSpec(kind="ssh", ssh_target="gpu-box")
+
+
+def test_a_spec_without_gpu_index_keeps_the_local_default_gpu_on_an_nvidia_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Found on the H200: a spec with no index gave jobs no GPU at all, so the health probe saw no CUDA.
+    real_exists = Path.exists
+    monkeypatch.setattr(Path, "exists", lambda p: str(p) == "/dev/nvidiactl" or real_exists(p))
+    assert make_sandbox(SandboxSpec(isolation="none")).gpu_index == 0
+    assert make_sandbox(SandboxSpec(isolation="none", gpu_index=1)).gpu_index == 1
