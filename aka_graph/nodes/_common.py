@@ -109,6 +109,26 @@ def environment_block(state: CampaignState, node: str, diagnostic: str) -> Envir
     return EnvironmentBlock(node=node, diagnostic=diagnostic[-2000:], attempts=previous + 1)
 
 
+def evaluate_with_settings(
+    ctx: CampaignContext, state: CampaignState, node: str, kernel_dir: Path, results_dir: Path
+) -> tuple[EvaluationResult, EnvironmentBlock | None]:
+    """One full evaluation with the campaign's settings, and the block that parks the campaign in
+    await_environment when it was the environment's failure (within `max_environment_retries`)."""
+    config = state.config
+    result = ctx.evaluator.evaluate(
+        ctx.sandbox,
+        Path(config.op_dir),
+        kernel_dir,
+        results_dir,
+        seeds=config.seeds,
+        timeout_s=config.eval_timeout_s,
+        gpu_index=config.gpu_index,
+        device=config.device,
+    )
+    block = environment_block(state, node, result.message) if result.status == "INFRA_ERROR" else None
+    return result, block
+
+
 def run_agent(
     ctx: CampaignContext,
     backend: AgentBackend,

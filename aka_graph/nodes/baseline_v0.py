@@ -14,7 +14,7 @@ from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
     ctx_of,
     emit,
-    environment_block,
+    evaluate_with_settings,
     ledger_of,
     save_result,
     update_live,
@@ -81,21 +81,10 @@ def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict
     shutil.copyfile(frozen / "kernel.py", ws.root / "kernel.py")
     commit = ws.commit(["kernel.py"], "V0: the verbatim reference as kernel.py")
     results_dir = ws.results_dir / "v0"
-    result = ctx.evaluator.evaluate(
-        ctx.sandbox,
-        Path(config.op_dir),
-        frozen,
-        results_dir,
-        seeds=config.seeds,
-        timeout_s=config.eval_timeout_s,
-        gpu_index=config.gpu_index,
-        device=config.device,
-    )
-    if result.status == "INFRA_ERROR":
-        block = environment_block(state, "baseline_v0", result.message)
-        if block is not None:
-            emit(runtime, ctx, "baseline_v0", "environment_failure", diagnostic=result.message[-300:])
-            return {"blocked": block}
+    result, block = evaluate_with_settings(ctx, state, "baseline_v0", frozen, results_dir)
+    if block is not None:
+        emit(runtime, ctx, "baseline_v0", "environment_failure", diagnostic=result.message[-300:])
+        return {"blocked": block}
     result_path = save_result(result, results_dir / "result.json")
     ledger_of(ws).record(
         result, episode=None, trial=None, role="v0", kernel_path=frozen / "kernel.py", result_path=result_path

@@ -12,7 +12,7 @@ from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
     ctx_of,
     emit,
-    environment_block,
+    evaluate_with_settings,
     ledger_of,
     save_result,
     update_live,
@@ -23,7 +23,6 @@ from aka_graph.state import CampaignState, TrialRecord
 
 def evaluate(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
-    config = state.config
     ws = workspace_of(state)
     ledger = ledger_of(ws)
     trials = list(state.trials)
@@ -32,21 +31,10 @@ def evaluate(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[st
         update_live(ws, state, "evaluate", f"episode {state.episode} trial {record.trial}: evaluating")
         kernel_dir = Path(record.kernel_dir)
         results_dir = kernel_dir.parent / "evaluation"
-        result = ctx.evaluator.evaluate(
-            ctx.sandbox,
-            Path(config.op_dir),
-            kernel_dir,
-            results_dir,
-            seeds=config.seeds,
-            timeout_s=config.eval_timeout_s,
-            gpu_index=config.gpu_index,
-            device=config.device,
-        )
-        if result.status == "INFRA_ERROR":
-            block = environment_block(state, "evaluate", result.message)
-            if block is not None:  # not the candidate's fault: wait for the environment, then re-run
-                emit(runtime, ctx, "evaluate", "environment_failure", diagnostic=result.message[-300:])
-                return {"blocked": block}
+        result, block = evaluate_with_settings(ctx, state, "evaluate", kernel_dir, results_dir)
+        if block is not None:  # not the candidate's fault: wait for the environment, then re-run
+            emit(runtime, ctx, "evaluate", "environment_failure", diagnostic=result.message[-300:])
+            return {"blocked": block}
         result_path = save_result(result, results_dir / "result.json")
         ledger.record(
             result,

@@ -16,7 +16,7 @@ from aka_graph.nodes._common import (
     budget_left,
     ctx_of,
     emit,
-    environment_block,
+    evaluate_with_settings,
     freeze_kernel,
     ledger_of,
     run_agent,
@@ -115,20 +115,10 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             reason=f"V1 edited protected files: {forbidden}",
         )
     else:
-        result = ctx.evaluator.evaluate(
-            ctx.sandbox,
-            Path(config.op_dir),
-            kernel_dir,
-            work / "evaluation",
-            seeds=config.seeds,
-            timeout_s=config.eval_timeout_s,
-            gpu_index=config.gpu_index,
-            device=config.device,
-        )
-        if result.status == "INFRA_ERROR":
-            block = environment_block(state, "framework_baseline_v1", result.message)
-            if block is not None:
-                return {**spent, "blocked": block}
+        node = "framework_baseline_v1"
+        result, block = evaluate_with_settings(ctx, state, node, kernel_dir, work / "evaluation")
+        if block is not None:
+            return {**spent, "blocked": block}
         path = save_result(result, work / "evaluation" / "result.json")
         ledger.record(
             result,
