@@ -39,7 +39,10 @@ class Tolerance:
 
 
 GPU_TOLERANCE = Tolerance(0.2, 0.5, 3)
-HOST_TOLERANCE = Tolerance(0.35, 0.5, 3)
+# Host timing (the interpreter, non-authoritative) on a busy 2-core machine: an honest eager reference was
+# seen 1.54x slower in the parent's burst than in its own samples, so only a report under half of the
+# parent's estimate (a fake speed-up of 2x or more) is called tampering there.
+HOST_TOLERANCE = Tolerance(0.5, 0.5, 3)
 
 Request = Callable[[dict[str, Any]], dict[str, Any] | None]
 

@@ -215,3 +215,7 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "load_library",
 }
 BANNED_MODULES = BANNED_MODULES | {"cffi", "numba"}
+
+# Attribute lookups by computed name under another spelling (finding F15: `operator.attrgetter("_get" +
+# "frame")(torch.sys)`): the same as a computed `getattr`, which is banned outside the dtype idiom.
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"attrgetter", "methodcaller"}

@@ -231,6 +231,8 @@ def test_the_source_policy_flags_patching_threads_and_env_changes(name: str, wor
         "exec('print(1)')\n",
         "from ctypes import CDLL\n",
         "import numpy as np\nnp.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'x=1')\n",
+        "import operator\nimport torch\nf = operator.attrgetter('_get' + 'frame')(getattr(torch, 'sys'))\n",
+        "from operator import methodcaller\n",
     ],
 )
 def test_the_source_policy_flags_interpreter_introspection(source: str) -> None:

@@ -63,7 +63,8 @@ def test_honest_reports_within_tolerance_pass_and_fake_speedups_do_not() -> None
     assert message and "4.000 us" in message and "10.000 us" in message and "20 x 100" in message
     assert implausible(1.0, 2.6, 20, 4096, GPU_TOLERANCE)  # 2.6x on a tiny kernel
     assert implausible(7000.0, 10000.0, 3, 1, HOST_TOLERANCE) is None  # host timing: wider tolerance
-    assert implausible(5000.0, 10000.0, 3, 1, HOST_TOLERANCE)  # a 2x fake is still caught
+    assert implausible(6500.0, 10000.0, 3, 1, HOST_TOLERANCE) is None  # 1.54x: seen honestly on CI
+    assert implausible(4000.0, 10000.0, 3, 1, HOST_TOLERANCE)  # a 2.5x fake is still caught
 
 
 def test_an_honest_worker_passes_the_burst_check() -> None:
