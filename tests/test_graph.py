@@ -22,12 +22,17 @@ from aka_graph.tools.memory import read_version_records
 STANDARD = dict(platform="cpu", max_iters=3, fast_episodes=1, fast_trials=3, reviewers=["r1", "r2"])
 
 
-def campaign(tmp_path: Path, context: Any = None, **settings: Any) -> tuple[RunOutcome, Any]:
+def campaign(
+    tmp_path: Path, context: Any = None, agent: FakeAgent | None = None, **settings: Any
+) -> tuple[RunOutcome, Any]:
+    """A campaign on the fake operator with STANDARD settings overridden by `settings` (and `agent`)."""
     op = write_fake_operator(tmp_path / "op")
     config = CampaignConfig(
         op_dir=str(op), agent_cli="fake", workspace=str(tmp_path / "ws"), **{**STANDARD, **settings}
     )
     ctx = context or make_context(config)
+    if agent is not None:
+        ctx.agent = agent
     return run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True)), ctx
 
 
@@ -101,19 +106,9 @@ def test_environment_failure_waits_for_health_and_resumes_without_charging_the_c
 
 
 def test_a_trial_that_edits_protected_files_is_rejected_unevaluated(tmp_path: Path) -> None:
-    op = write_fake_operator(tmp_path / "op")
-    config = CampaignConfig(
-        op_dir=str(op),
-        agent_cli="fake",
-        platform="cpu",
-        workspace=str(tmp_path / "ws"),
-        max_iters=1,
-        fast_episodes=1,
-        fast_trials=2,
+    outcome, _ = campaign(
+        tmp_path, agent=FakeAgent(forbidden_on=("1", "2")), max_iters=1, fast_trials=2, reviewers=[]
     )
-    ctx = make_context(config)
-    ctx.agent = FakeAgent(forbidden_on=("1", "2"))
-    outcome = run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True))
     root = Path(outcome.values["workspace_root"])
     records = read_version_records(root)
     assert "trial 2: FORBIDDEN_EDIT" in records[1].experiments[1]
@@ -147,24 +142,13 @@ def test_rerunning_with_other_settings_is_refused_naming_them(tmp_path: Path) ->
 
 
 def test_triton_campaign_converts_to_gluon_after_stalls_and_stays_there(tmp_path: Path) -> None:
-    op = write_fake_operator(tmp_path / "op")
-    config = CampaignConfig(
-        op_dir=str(op),
-        agent_cli="fake",
-        platform="H200",
-        workspace=str(tmp_path / "ws"),
-        max_iters=3,
-        fast_episodes=1,
-        fast_trials=1,
-        convert_after=1,
-        max_stall=5,
-    )
-    ctx = make_context(config)
     # episode 1 stalls (slower); episode 2 converts at parity (+3% slower passes); episode 3 is faster
-    ctx.agent = FakeAgent(
+    agent = FakeAgent(
         script={"1": {"1": ("PASS", 110.0)}, "2": {"1": ("PASS", 103.0)}, "3": {"1": ("PASS", 80.0)}}
     )
-    outcome = run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True))
+    outcome, ctx = campaign(
+        tmp_path, agent=agent, platform="H200", fast_trials=1, convert_after=1, max_stall=5, reviewers=[]
+    )
     records = read_version_records(Path(outcome.values["workspace_root"]))
     assert [(r.version, r.framework, r.decision) for r in records[1:]] == [
         (1, "triton", "rejected"),
@@ -180,21 +164,11 @@ def test_triton_campaign_converts_to_gluon_after_stalls_and_stays_there(tmp_path
 
 
 def test_a_failed_conversion_is_retried_while_stalled_until_max_stall(tmp_path: Path) -> None:
-    op = write_fake_operator(tmp_path / "op")
-    config = CampaignConfig(
-        op_dir=str(op),
-        agent_cli="fake",
-        platform="H200",
-        workspace=str(tmp_path / "ws"),
-        max_iters=10,
-        fast_episodes=1,
-        fast_trials=1,
-        convert_after=1,
-        max_stall=3,
+    agent = FakeAgent(script={str(e): {"1": ("PASS", 120.0)} for e in range(1, 11)})
+    outcome, _ = campaign(
+        tmp_path, agent=agent, platform="H200", max_iters=10, fast_trials=1, convert_after=1, max_stall=3,
+        reviewers=[],
     )
-    ctx = make_context(config)
-    ctx.agent = FakeAgent(script={str(e): {"1": ("PASS", 120.0)} for e in range(1, 11)})
-    outcome = run_campaign(config, ctx, progress=Progress.for_terminal(quiet=True))
     assert outcome.values["stop_reason"] == "max-stall" and outcome.values["episode"] == 3
     records = read_version_records(Path(outcome.values["workspace_root"]))
     assert [r.framework for r in records[1:]] == ["triton", "gluon", "gluon"]
