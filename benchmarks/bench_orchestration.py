@@ -40,27 +40,12 @@ SETTINGS = dict(
 )
 
 
-NODE_NAMES = (
-    "preprocess",
-    "baseline_v0",
-    "framework_baseline_v1",
-    "plan_episode",
-    "review",
-    "implement",
-    "evaluate",
-    "policy_review",
-    "abba",
-    "promote",
-    "finish",
-    "await_environment",
-)
-
-
 def timed_graph(saver: Any, node_seconds: list[float]) -> Any:
     """The real graph, with every node function wrapped to record how long its own body ran."""
     import aka_graph.graph as wiring
 
-    originals = {name: getattr(wiring, name) for name in NODE_NAMES}
+    # every node the graph wires (its node names are the node functions' names in aka_graph.graph)
+    originals = {name: getattr(wiring, name) for name in wiring.build_graph().nodes}
 
     def wrap(fn: Any) -> Any:
         @functools.wraps(fn)
