@@ -21,8 +21,8 @@ from pydantic.json_schema import SkipJsonSchema
 
 from aka_graph.cli_agents.base import AgentBackend
 from aka_graph.state import CampaignConfig
-from aka_graph.tools.evaluation_result import EvaluationResult
-from aka_graph.tools.sandbox.job import Sandbox
+from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.tools.evaluator.sandbox.job import Sandbox
 
 CONTEXT_FACTORY_ENV = "AKA_GRAPH_CONTEXT_FACTORY"
 
@@ -74,7 +74,7 @@ class HarnessEvaluator:
         gpu_index: int | None,
         device: str,
     ) -> EvaluationResult:
-        from aka_graph.tools.evaluation import evaluate_kernel
+        from aka_graph.tools.evaluator.evaluation import evaluate_kernel
 
         return evaluate_kernel(
             sandbox,
@@ -101,7 +101,7 @@ class HarnessEvaluator:
         gpu_index: int | None,
         device: str,
     ) -> Any:
-        from aka_graph.tools.evaluation import compare_kernels
+        from aka_graph.tools.evaluator.evaluation import compare_kernels
 
         return compare_kernels(
             sandbox,
@@ -159,7 +159,7 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
             raise ValueError(f"{CONTEXT_FACTORY_ENV}={factory!r}: use the form 'package.module:function'")
         return getattr(importlib.import_module(module_name), attr)(config)
     from aka_graph.cli_agents.registry import make_backend
-    from aka_graph.tools.sandbox.factory import SandboxSpec, make_sandbox
+    from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
 
     if config.sandbox_ssh:
         spec = SandboxSpec(

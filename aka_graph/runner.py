@@ -102,7 +102,7 @@ def _target(config: CampaignConfig, context: CampaignContext) -> tuple[str, list
 def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
     """The campaign directory name (op, framework, platform, production) — resolved like preprocess does."""
     from aka_graph.nodes.preprocess import operator_identity
-    from aka_graph.tools.workspace import campaign_dir_name
+    from aka_graph.tools.records.workspace import campaign_dir_name
 
     op_name, _ = operator_identity(Path(config.op_dir))
     platform, _ = _target(config, context)
@@ -327,7 +327,7 @@ def _drive(
 def _record_stop(root: Path, reason: str) -> None:
     if not (root / "memory").is_dir():
         return
-    from aka_graph.tools.memory import LiveRecord, read_live, write_live
+    from aka_graph.tools.records.memory import LiveRecord, read_live, write_live
 
     live = read_live(root) or LiveRecord()
     write_live(root, live.model_copy(update={"node": "stopped", "message": f"{reason} during {live.node}"}))

@@ -31,8 +31,8 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
-HARNESS = REPO / "aka_graph" / "tools" / "harness"
-CANDIDATES = REPO / "tests" / "tools" / "harness" / "candidates"
+HARNESS = REPO / "aka_graph" / "tools" / "evaluator" / "harness"
+CANDIDATES = REPO / "tests" / "tools" / "evaluator" / "harness" / "candidates"
 NATIVE_OP = REPO / "benchmarks" / "operators" / "native_rms_norm"
 NATIVE_CANDIDATE = REPO / "benchmarks" / "candidates" / "native_rms_norm_triton"
 # Adversarial runs: a launch-bound, a middle and the largest workload (SOL bound bites on the big one).

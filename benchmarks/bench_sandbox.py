@@ -26,9 +26,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from aka_graph.tools.sandbox.job import SandboxJob, SandboxResult  # noqa: E402
-from aka_graph.tools.sandbox.local import LocalSandbox  # noqa: E402
-from aka_graph.tools.sandbox.ssh import SshSandbox  # noqa: E402
+from aka_graph.tools.evaluator.sandbox.job import SandboxJob, SandboxResult  # noqa: E402
+from aka_graph.tools.evaluator.sandbox.local import LocalSandbox  # noqa: E402
+from aka_graph.tools.evaluator.sandbox.ssh import SshSandbox  # noqa: E402
 
 GOAL_S = 0.3
 
@@ -72,7 +72,7 @@ def main() -> None:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args()
 
-    from tests.tools.sandbox.conftest import python_runtime_binds, start_sshd
+    from tests.tools.evaluator.sandbox.conftest import python_runtime_binds, start_sshd
 
     work = Path(tempfile.mkdtemp(prefix="bench-sandbox-"))
     smi = work / "nvidia-smi"

@@ -54,8 +54,8 @@ timeout 240 python3 - "$BW/bwrap" <<'PY'
 import statistics, subprocess, sys, tempfile, time
 from pathlib import Path
 
-from aka_graph.tools.sandbox.job import SandboxJob
-from aka_graph.tools.sandbox.local import LocalSandbox
+from aka_graph.tools.evaluator.sandbox.job import SandboxJob
+from aka_graph.tools.evaluator.sandbox.local import LocalSandbox
 
 bwrap = sys.argv[1]
 smi = subprocess.run(["nvidia-smi", "--query-gpu=index,uuid", "--format=csv,noheader"],

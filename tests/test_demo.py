@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from aka_graph.tools.ledger import Ledger
-from aka_graph.tools.memory import read_version_records
+from aka_graph.tools.records.ledger import Ledger
+from aka_graph.tools.records.memory import read_version_records
 
 
 @pytest.mark.slow

@@ -16,8 +16,8 @@ from campaign_fakes import FakeAgent, make_context, write_fake_operator
 from aka_graph.progress import Progress
 from aka_graph.runner import RunOutcome, run_campaign
 from aka_graph.state import CampaignConfig
-from aka_graph.tools.ledger import Ledger
-from aka_graph.tools.memory import read_version_records
+from aka_graph.tools.records.ledger import Ledger
+from aka_graph.tools.records.memory import read_version_records
 
 STANDARD = dict(platform="cpu", max_iters=3, fast_episodes=1, fast_trials=3, reviewers=["r1", "r2"])
 

@@ -37,8 +37,8 @@ def evaluate_command(
     """Evaluate KERNEL on OP_DIR: compile, correctness on every workload, timing, speed of light."""
     from pydantic import ValidationError
 
-    from aka_graph.tools.evaluation import evaluate_kernel
-    from aka_graph.tools.harness.report import table
+    from aka_graph.tools.evaluator.evaluation import evaluate_kernel
+    from aka_graph.tools.evaluator.harness.report import table
 
     if not op_dir.is_dir():
         typer.echo(f"aka_graph evaluate: operator directory {op_dir} not found", err=True)
@@ -52,7 +52,7 @@ def evaluate_command(
         typer.echo(f"aka_graph evaluate: --device {device!r}: use auto, cuda or cpu", err=True)
         raise typer.Exit(2)
     try:
-        from aka_graph.tools.sandbox.factory import SandboxSpec, make_sandbox
+        from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
 
         spec = SandboxSpec(
             isolation=isolation,

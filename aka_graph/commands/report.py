@@ -14,10 +14,10 @@ def register(app: typer.Typer) -> None:
         campaign_dir: Annotated[Path, typer.Argument(help="The campaign directory kernel_opt_<op>_...")],
     ) -> None:
         """Write report/ (Markdown + plot of the objective per version and the utilization reached)."""
-        from aka_graph.tools.ledger import Ledger
-        from aka_graph.tools.memory import read_version_records
-        from aka_graph.tools.report import write_final_report
-        from aka_graph.tools.workspace import MARKER
+        from aka_graph.tools.records.ledger import Ledger
+        from aka_graph.tools.records.memory import read_version_records
+        from aka_graph.tools.records.report import write_final_report
+        from aka_graph.tools.records.workspace import MARKER
 
         root = campaign_dir.resolve()
         if not (root / MARKER).is_file():

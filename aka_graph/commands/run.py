@@ -71,8 +71,8 @@ def user_errors() -> tuple[type[BaseException], ...]:
     from aka_graph.nodes.preprocess import OperatorError, UnsupportedFramework
     from aka_graph.nodes.problem import ProblemDerivationError
     from aka_graph.runner import CampaignConflict
-    from aka_graph.tools.arch import UnknownPlatformError
-    from aka_graph.tools.workspace import WorkspaceError
+    from aka_graph.tools.evaluator.arch import UnknownPlatformError
+    from aka_graph.tools.records.workspace import WorkspaceError
 
     return (
         CampaignConflict,

@@ -17,7 +17,7 @@ from typing import Annotated
 import typer
 from pydantic import ValidationError
 
-from aka_graph.tools.sandbox.job import SandboxJob, SandboxResult
+from aka_graph.tools.evaluator.sandbox.job import SandboxJob, SandboxResult
 
 MANIFEST_NAME = "sandbox-manifest.json"
 
@@ -113,7 +113,7 @@ def sandbox_command(
     ssh_config: Annotated[Path | None, typer.Option("--ssh-config", help="OpenSSH client config")] = None,
 ) -> None:
     """Run CMD in a fresh sandbox job directory holding only its inputs."""
-    from aka_graph.tools.sandbox.factory import SandboxSpec, make_sandbox
+    from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
 
     cwd = Path.cwd()
     try:

@@ -22,7 +22,7 @@ def pid_alive(pid_file: Path) -> int | None:
 
 def campaign_status(workspace: Path) -> list[dict[str, Any]]:
     from aka_graph.runner import compile_graph, control_path, list_threads, open_checkpointer, thread_config
-    from aka_graph.tools.memory import read_live, read_version_records
+    from aka_graph.tools.records.memory import read_live, read_version_records
 
     rows: list[dict[str, Any]] = []
     threads = list_threads(workspace)

@@ -17,10 +17,10 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.state import CampaignConfig, CampaignState, EnvironmentBlock
-from aka_graph.tools.evaluation_result import EvaluationResult
-from aka_graph.tools.ledger import Ledger
-from aka_graph.tools.memory import LiveRecord, write_live
-from aka_graph.tools.workspace import CampaignWorkspace
+from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.tools.records.ledger import Ledger
+from aka_graph.tools.records.memory import LiveRecord, write_live
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
 def ctx_of(runtime: Runtime[CampaignContext] | None, state: CampaignState) -> CampaignContext:

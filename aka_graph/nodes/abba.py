@@ -20,7 +20,7 @@ from aka_graph.nodes._common import (
     workspace_of,
 )
 from aka_graph.state import CampaignState, Decision
-from aka_graph.tools.verdict import decide
+from aka_graph.tools.records.verdict import decide
 
 
 def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:

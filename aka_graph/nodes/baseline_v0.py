@@ -21,8 +21,13 @@ from aka_graph.nodes._common import (
     workspace_of,
 )
 from aka_graph.state import CampaignState, Incumbent
-from aka_graph.tools.evaluation_result import EvaluationResult
-from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
+from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.tools.records.memory import (
+    VersionRecord,
+    read_version_records,
+    version_path,
+    write_version_record,
+)
 
 
 def write_reference_kernel(op_dir: Path, op_format: str, dest: Path) -> None:

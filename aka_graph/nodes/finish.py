@@ -12,8 +12,8 @@ from aka_graph.context import CampaignContext
 from aka_graph.edges import stop_reason
 from aka_graph.nodes._common import ctx_of, emit, ledger_of, update_live, workspace_of
 from aka_graph.state import CampaignState
-from aka_graph.tools.memory import read_version_records
-from aka_graph.tools.workspace import CampaignWorkspace
+from aka_graph.tools.records.memory import read_version_records
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
 def final_policy_check(ws: CampaignWorkspace, op_dir: Path) -> list[str]:
@@ -33,7 +33,7 @@ def final_policy_check(ws: CampaignWorkspace, op_dir: Path) -> list[str]:
 
 
 def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
-    from aka_graph.tools.report import write_final_report
+    from aka_graph.tools.records.report import write_final_report
 
     ctx = ctx_of(runtime, state)
     ws = workspace_of(state)
@@ -43,7 +43,7 @@ def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str,
     report = write_final_report(ws.root, read_version_records(ws.root), ledger_of(ws))
     submission = None
     if state.op_format == "sol" and state.incumbent is not None:
-        from aka_graph.tools.submission import write_submission
+        from aka_graph.tools.records.submission import write_submission
 
         submission = write_submission(ws.root, Path(state.config.op_dir), Path(state.incumbent.kernel_path))
     if state.config.optimization_mode == "production":

@@ -28,8 +28,13 @@ from aka_graph.nodes.baseline_v0 import incumbent_from_record
 from aka_graph.nodes.implement import copy_reviews
 from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
-from aka_graph.tools.memory import VersionRecord, read_version_records, version_path, write_version_record
-from aka_graph.tools.workspace import digest_changes
+from aka_graph.tools.records.memory import (
+    VersionRecord,
+    read_version_records,
+    version_path,
+    write_version_record,
+)
+from aka_graph.tools.records.workspace import digest_changes
 
 V1_EPISODE = 0
 

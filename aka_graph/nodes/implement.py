@@ -26,7 +26,7 @@ from aka_graph.nodes._common import (
 )
 from aka_graph.nodes.prompts import implement_prompt
 from aka_graph.state import CampaignState, TrialRecord
-from aka_graph.tools.workspace import digest_changes
+from aka_graph.tools.records.workspace import digest_changes
 
 
 def trial_dir(ws_root: Path, episode: int, trial: int) -> Path:

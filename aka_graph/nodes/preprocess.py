@@ -15,7 +15,7 @@ from langgraph.runtime import Runtime
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import ctx_of, emit, update_live
 from aka_graph.state import CampaignState
-from aka_graph.tools.workspace import CampaignWorkspace
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
 class OperatorError(ValueError):
@@ -53,7 +53,7 @@ def _safe(name: str) -> str:
 def detect_gpu(sandbox: Any, platform: str | None) -> str | None:
     """The GPU the sandbox's health probe sees (None on a CPU host). Without --platform, a failed probe
     is an error that carries the probe's own diagnostic, not a silent 'no GPU'."""
-    from aka_graph.tools.arch import UnknownPlatformError
+    from aka_graph.tools.evaluator.arch import UnknownPlatformError
 
     health = sandbox.health()
     if not health.healthy:
@@ -69,7 +69,7 @@ def detect_gpu(sandbox: Any, platform: str | None) -> str | None:
 
 def resolve_target(platform: str | None, detected_gpu: str | None) -> tuple[str, str, list[str], str]:
     """(platform label, arch, frameworks, gpu name) through A1's shared table."""
-    from aka_graph.tools.arch import frameworks_for, resolve_arch
+    from aka_graph.tools.evaluator.arch import frameworks_for, resolve_arch
 
     arch = resolve_arch(platform, detected_gpu)
     label = _safe(platform or arch.name)

@@ -12,7 +12,7 @@ from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import ledger_of, run_agent
 from aka_graph.state import CampaignConfig
-from aka_graph.tools.workspace import CampaignWorkspace
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 SCHEMA = "atrex.agent_problem.v1"
 PROMPT = (

@@ -15,7 +15,7 @@ from aka_graph.edges import gluon_locked_after, next_stalls
 from aka_graph.nodes._common import ctx_of, emit, freeze_kernel, ledger_of, update_live, workspace_of
 from aka_graph.nodes.baseline_v0 import load_result
 from aka_graph.state import CampaignState, Decision, Incumbent
-from aka_graph.tools.memory import (
+from aka_graph.tools.records.memory import (
     QualityGate,
     VersionRecord,
     read_version_records,

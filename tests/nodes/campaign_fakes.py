@@ -27,8 +27,8 @@ from pydantic import BaseModel, Field
 from aka_graph.cli_agents.base import AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext
 from aka_graph.state import CampaignConfig
-from aka_graph.tools.evaluation_result import DeviceInfo, EvaluationResult, Summary, WorkloadResult
-from aka_graph.tools.sandbox.job import EXIT_TIMEOUT, HealthReport, SandboxJob, SandboxResult
+from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Summary, WorkloadResult
+from aka_graph.tools.evaluator.sandbox.job import EXIT_TIMEOUT, HealthReport, SandboxJob, SandboxResult
 
 WORKLOADS = {"w_small": 0.25, "w_mid": 1.0, "w_big": 4.0}
 TOKENS_PER_TURN = TokenUsage(input=1000, output=200, total=1200, accuracy="exact")

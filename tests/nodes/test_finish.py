@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 from aka_graph.nodes.finish import final_policy_check
 from aka_graph.nodes.preprocess import preprocess
 from aka_graph.state import CampaignConfig, CampaignState
-from aka_graph.tools.workspace import CampaignWorkspace
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
 def production_workspace(tmp_path: Path) -> tuple[CampaignWorkspace, Path]:

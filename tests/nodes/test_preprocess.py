@@ -19,7 +19,7 @@ from langgraph.runtime import Runtime
 from aka_graph.nodes.preprocess import OperatorError, detect_gpu, operator_identity, preprocess
 from aka_graph.nodes.problem import ProblemDerivationError
 from aka_graph.state import CampaignConfig, CampaignState
-from aka_graph.tools.arch import UnknownPlatformError
+from aka_graph.tools.evaluator.arch import UnknownPlatformError
 
 
 def run_preprocess(tmp_path: Path, op: Path, **settings: object) -> dict[str, object]:

@@ -1,0 +1,208 @@
+"""Coordinator side of the evaluator: upload harness + operator + kernel into a sandbox job, run the
+GPU-side harness there, and parse its JSON. Anything the environment or the harness gets wrong comes back
+as `INFRA_ERROR` with the diagnostic, never as a score."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field, ValidationError
+
+from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Status, TimingMethod
+from aka_graph.tools.evaluator.sandbox.job import Sandbox, SandboxJob, SandboxResult
+
+HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+HIDDEN_OPERATOR_FILES = frozenset({"metadata.json", "roofline.json"})
+NATIVE_FILES = ("reference.py", "input.py", "shapes.json")
+
+
+class ComparisonRound(BaseModel):
+    label: str
+    repeat: int
+    position: int
+    latency_us: dict[str, float] = Field(default_factory=dict, description="workload id -> µs")
+
+
+class ComparisonResult(BaseModel):
+    status: Status
+    timing_method: TimingMethod
+    authoritative: bool
+    kernels: dict[str, EvaluationResult] = Field(default_factory=dict)
+    rounds: list[ComparisonRound] = Field(default_factory=list)
+    message: str = ""
+
+
+def operator_inputs(op_dir: Path) -> dict[str, Path]:
+    """What of the operator enters the job: never the hidden files (metadata.json, roofline.json)."""
+    op_dir = Path(op_dir)
+    if (op_dir / "reference.py").is_file() and not (op_dir / "definition.json").is_file():
+        return {f"op/{name}": op_dir / name for name in NATIVE_FILES if (op_dir / name).is_file()}
+    return {
+        f"op/{p.name}": p
+        for p in sorted(op_dir.iterdir())
+        if p.name not in HIDDEN_OPERATOR_FILES and not p.name.startswith(".") and p.name != "__pycache__"
+    }
+
+
+def kernel_inputs(kernel: Path) -> dict[str, Path]:
+    kernel = Path(kernel)
+    if kernel.is_file():
+        return {"kernel/kernel.py": kernel}
+    return {"kernel": kernel}
+
+
+def _python(sandbox: Sandbox) -> str:
+    return sys.executable if getattr(sandbox, "name", "local") == "local" else "python3"
+
+
+def _common_args(seeds: int, shape_ids: list[str] | None, device: str, private: bool) -> list[str]:
+    args = ["--op-dir", "op", "--seeds", str(seeds), "--device", device]
+    if private:  # production mode: messages must not carry the private shapes back
+        args.append("--private-shapes")
+    for sid in shape_ids or []:
+        args += ["--shape-id", sid]
+    return args
+
+
+def infra_error(message: str) -> EvaluationResult:
+    return EvaluationResult(
+        status="INFRA_ERROR",
+        kernel_sha256="",
+        device=DeviceInfo(name="unknown", arch="unknown"),
+        timing_method="none",
+        authoritative=False,
+        message=message[-4000:],
+    )
+
+
+def _diagnose(result: SandboxResult) -> str:
+    if result.environment_failure is not None:
+        f = result.environment_failure
+        return f"environment failure at {f.stage}: {f.diagnostic}"
+    if result.timed_out:
+        return f"the evaluation job timed out after {result.wall_s:.0f} s"
+    return f"exit {result.exit_code}; stderr tail: {result.stderr[-1500:]}"
+
+
+def _read_json(result: SandboxResult, name: str) -> dict[str, Any] | None:
+    path = result.synced.get(name)
+    if path is None or not Path(path).is_file():
+        return None
+    try:
+        return json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def evaluate_kernel(
+    sandbox: Sandbox,
+    op_dir: Path,
+    kernel_dir: Path,
+    results_dir: Path,
+    *,
+    seeds: int = 3,
+    shape_ids: list[str] | None = None,
+    timeout_s: float = 900,
+    gpu_index: int | None = None,
+    device: str = "auto",
+    private_shapes: bool = False,
+) -> EvaluationResult:
+    """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`."""
+    argv = [
+        _python(sandbox),
+        "-m",
+        "harness",
+        "evaluate",
+        *_common_args(seeds, shape_ids, device, private_shapes),
+        "--kernel-dir",
+        "kernel",
+        "--out",
+        "result.json",
+    ]
+    job = SandboxJob(
+        argv=argv,
+        inputs={"harness": HARNESS_DIR, **operator_inputs(op_dir), **kernel_inputs(kernel_dir)},
+        sync_back=["result.json"],
+        timeout_s=timeout_s,
+        env={"PYTHONPATH": "."},
+        gpu_index=gpu_index,
+        exclusive_gpu=device != "cpu",
+        label="evaluate",
+    )
+    result = sandbox.run(job, Path(results_dir))
+    if result.is_environment_failure or result.timed_out:
+        return infra_error(_diagnose(result))
+    data = _read_json(result, "result.json")
+    if data is None:
+        return infra_error("the harness wrote no readable result.json: " + _diagnose(result))
+    try:
+        return EvaluationResult.model_validate(data)
+    except ValidationError as exc:
+        return infra_error(f"malformed result.json: {exc}")
+
+
+def compare_kernels(
+    sandbox: Sandbox,
+    op_dir: Path,
+    kernels: dict[str, Path],
+    results_dir: Path,
+    *,
+    pattern: str = "ABBA",
+    repeats: int = 2,
+    seeds: int = 3,
+    shape_ids: list[str] | None = None,
+    timeout_s: float = 900,
+    gpu_index: int | None = None,
+    device: str = "auto",
+    private_shapes: bool = False,
+) -> ComparisonResult:
+    """All kernels measured interleaved (`pattern`, `repeats` times) in one job on one GPU allocation."""
+    inputs: dict[str, Path] = {"harness": HARNESS_DIR, **operator_inputs(op_dir)}
+    argv = [
+        _python(sandbox),
+        "-m",
+        "harness",
+        "compare",
+        *_common_args(seeds, shape_ids, device, private_shapes),
+        "--pattern",
+        pattern,
+        "--repeats",
+        str(repeats),
+        "--out",
+        "compare.json",
+    ]
+    for n, (label, path) in enumerate(kernels.items()):
+        dest = f"kernels/k{n}"
+        inputs.update({f"{dest}/kernel.py": Path(path)} if Path(path).is_file() else {dest: Path(path)})
+        argv += ["--kernel-dir", f"{label}={dest}"]
+    job = SandboxJob(
+        argv=argv,
+        inputs=inputs,
+        sync_back=["compare.json"],
+        timeout_s=timeout_s,
+        env={"PYTHONPATH": "."},
+        gpu_index=gpu_index,
+        exclusive_gpu=device != "cpu",
+        label="compare",
+    )
+    result = sandbox.run(job, Path(results_dir))
+
+    def failed(message: str) -> ComparisonResult:
+        return ComparisonResult(
+            status="INFRA_ERROR", timing_method="none", authoritative=False, message=message[-4000:]
+        )
+
+    if result.is_environment_failure or result.timed_out:
+        return failed(_diagnose(result))
+    data = _read_json(result, "compare.json")
+    if data is None:
+        return failed("the harness wrote no readable compare.json: " + _diagnose(result))
+    if "kernels" not in data:  # the harness failed before measuring: it wrote an evaluation-shaped error
+        return failed(str(data.get("message") or "harness failure"))
+    try:
+        return ComparisonResult.model_validate(data)
+    except ValidationError as exc:
+        return failed(f"malformed compare.json: {exc}")

@@ -1,0 +1,203 @@
+"""The trusted parent's view of one evaluation: operator, device, seeds, reference, and one
+`KernelState` per candidate (its untrusted worker and per-workload verdicts)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import platform
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .gpu_specs import GpuSpec, load_table, lookup
+from .loading import load_operator
+from .numerics import check_output
+from .opmodel import Operator
+from .policy import scan_kernel_dir
+from .protocol import ChannelTimeout
+from .runner import digest
+from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
+from .trusted import Reference
+from .worker_proc import WorkerDied, WorkerProcess
+
+
+def fresh_seed() -> int:
+    """Unguessable by the candidate: drawn from os.urandom, never derived from time or a counter."""
+    return int.from_bytes(os.urandom(4), "little") & 0x7FFFFFFF
+
+
+def kernel_sha256(kernel_dir: Path) -> str:
+    files = sorted(p for p in kernel_dir.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+    if [p.name for p in files] == ["kernel.py"]:
+        return hashlib.sha256(files[0].read_bytes()).hexdigest()
+    h = hashlib.sha256()
+    for p in files:
+        h.update(p.relative_to(kernel_dir).as_posix().encode() + b"\0" + p.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+@dataclass
+class Settings:
+    op_dir: Path
+    seeds: int = 3
+    shape_ids: list[str] | None = None
+    device: str = "auto"
+    call_timeout: float | None = None
+    compile_timeout: float = 300.0
+    gpu_spec: str | None = None
+    peak_table: Path | None = None
+    scale: float = 2.0
+    source_policy: bool = True  # False only to test the in-worker checks on their own
+    private_shapes: bool = False  # production mode: no message may carry shapes back to the agent
+
+
+def device_info(device: torch.device) -> dict[str, Any]:
+    if device.type != "cuda":
+        return {"name": platform.processor() or platform.machine() or "cpu", "arch": "cpu"}
+    props = torch.cuda.get_device_properties(device)
+    arch = getattr(props, "gcnArchName", "") or f"sm_{props.major}{props.minor}"
+    if torch.version.hip is None:
+        arch = f"sm_{props.major}{props.minor}"
+    clock = getattr(props, "clock_rate", None)
+    mem_clock = getattr(props, "memory_clock_rate", None)
+    return {
+        "name": props.name,
+        "arch": arch,
+        "sm_clock_mhz": clock / 1000 if clock else None,
+        "mem_clock_mhz": mem_clock / 1000 if mem_clock else None,
+    }
+
+
+@dataclass
+class WorkloadVerdict:
+    status: str = "PASS"
+    message: str = ""
+    max_abs: float | None = None
+    max_rel: float | None = None
+    latencies: list[float] = field(default_factory=list)
+    spread: float | None = None
+    method: str | None = None
+    kernels_per_call: float | None = None
+    revalidated: bool = False
+
+    def fail(self, status: str, message: str) -> None:
+        if self.status == "PASS":
+            self.status, self.message = status, message
+
+
+class KernelState:
+    def __init__(
+        self, label: str, kernel_dir: Path, session: Session, worker: WorkerProcess | None = None
+    ) -> None:
+        """`worker`: one spawned early (before the parent imported torch), else one is spawned here."""
+        self.label, self.kernel_dir = label, Path(kernel_dir)
+        self.sha256 = kernel_sha256(self.kernel_dir) if self.kernel_dir.is_dir() else ""
+        self.verdicts: dict[int, WorkloadVerdict] = {i: WorkloadVerdict() for i in session.indices}
+        self.error: tuple[str, str] | None = None  # a failure before any workload (compile, startup)
+        self.alive = True
+        self.worker: WorkerProcess | None = None
+        self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
+        banned = scan_kernel_dir(self.kernel_dir) if session.settings.source_policy else []
+        if banned:  # the checks inside the worker could be switched off: no call is made at all
+            if worker is not None:  # it never got the load command: the kernel was never imported
+                worker.close()
+            self.stop(
+                "REWARD_HACK",
+                "the kernel source reaches into the interpreter or patches global "
+                "state, which kernels must not do: " + "; ".join(banned[:10]),
+            )
+            return
+        self.worker = worker or WorkerProcess(session.op.directory, self.kernel_dir, session.device.type)
+        self.worker.attach(str(session.device))
+
+    @property
+    def passed(self) -> bool:
+        return self.error is None and all(v.status == "PASS" for v in self.verdicts.values())
+
+    def stop(self, status: str, message: str) -> None:
+        self.alive = False
+        if self.error is None:
+            self.error = (status, message)
+
+    def request(self, msg: dict[str, Any] | None, timeout_s: float) -> dict[str, Any] | None:
+        """One request under the watchdog; None when the worker had to be stopped (recorded)."""
+        if self.worker is None:
+            return None
+        try:
+            return self.worker.request(msg, timeout_s)
+        except ChannelTimeout:
+            self.stop("TIMEOUT", f"no answer within {timeout_s:.0f} s (per-call watchdog); worker killed")
+        except WorkerDied as exc:
+            self.stop("RUNTIME_ERROR", str(exc))
+        return None
+
+
+class Session:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.op: Operator = load_operator(Path(settings.op_dir))
+        chosen = self.op.select(settings.shape_ids)
+        self.indices = [self.op.workloads.index(w) for w in chosen]
+        want = settings.device
+        if want == "auto":
+            want = "cuda" if torch.cuda.is_available() else "cpu"
+        if want == "cuda" and not torch.cuda.is_available():
+            raise RuntimeError("--device cuda requested but torch sees no CUDA device")
+        self.device = torch.device("cuda:0" if want == "cuda" else "cpu")
+        self.device_info = device_info(self.device)
+        table = load_table(settings.peak_table) if settings.peak_table else None
+        self.spec: GpuSpec | None = None
+        if settings.gpu_spec or self.device.type == "cuda":
+            self.spec = lookup(settings.gpu_spec or self.device_info["name"], table)  # unknown -> error
+        self.l2_bytes = self.spec.l2_bytes if self.spec else 0
+        self.call_timeout = settings.call_timeout or (30.0 if self.device.type == "cuda" else 300.0)
+        # `--seeds N` counts every seed, each of another kind where possible: plain random ones, one at
+        # another scale, and (SOL) the first seed's edges around fresh interior rows; never fewer than
+        # one of each kind. Native inputs come from input.py: no scaling or mixing applies there.
+        extras = 2 if self.op.kind == "sol" else 1
+        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds - extras))]
+        self.seeds: list[tuple[int, float, int | None]] = [*base, (fresh_seed(), settings.scale, None)]
+        if self.op.kind == "sol":
+            self.seeds.append((base[0][0], 1.0, fresh_seed()))
+        self.bench_seed = fresh_seed()
+        self.reference = Reference(self.op, self.device, self.seeds[0][0])
+        self.sol: dict[int, SolBound] = {}
+
+    def workload_id(self, idx: int) -> str:
+        return self.op.workloads[idx].id
+
+    def reference_outputs(self, idx: int) -> tuple[list[list[Any]], list[list[float]]]:
+        outs, digests = [], []
+        for n, (seed, scale, mix) in enumerate(self.seeds):
+            inputs = self.reference.inputs(idx, seed, scale, mix)
+            digests.append(digest(inputs))
+            result, flops = self.reference.outputs(idx, inputs, count_flops=n == 0 and self.spec is not None)
+            outs.append(result)
+            if n == 0 and self.spec is not None:
+                moved = tensor_bytes(inputs) + tensor_bytes(result)
+                self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs))
+        return outs, digests
+
+    def judge_outputs(
+        self, verdict: WorkloadVerdict, got: list[Any], want: list[Any], idx: int, what: str
+    ) -> bool:
+        tol = self.op.workloads[idx].tolerance
+        if len(got) != len(want):
+            verdict.fail("INCORRECT", f"{what}: {len(got)} outputs, expected {len(want)}")
+            return False
+        for j, (g, w) in enumerate(zip(got, want, strict=True)):
+            name = self.op.outputs[j].name if j < len(self.op.outputs) else f"output{j}"
+            if not isinstance(g, torch.Tensor) or not isinstance(w, torch.Tensor):
+                verdict.fail("INCORRECT", f"{what}: {name} is not a tensor")
+                return False
+            v = check_output(name, g, w, tol)
+            if v.max_abs is not None:
+                verdict.max_abs = max(verdict.max_abs or 0.0, v.max_abs)
+                verdict.max_rel = max(verdict.max_rel or 0.0, v.max_rel or 0.0)
+            if not v.ok:
+                verdict.fail("INCORRECT", f"{what}: {v.message}")
+                return False
+        return True

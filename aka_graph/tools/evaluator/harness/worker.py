@@ -1,0 +1,239 @@
+"""The untrusted worker: the only process that imports the candidate.
+
+It regenerates inputs from the seeds the parent sends, poisons outputs, calls the candidate under the
+guards, times it, and sends back outputs and measurements. It never sees a reference output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from .bench import Bench
+from .candidate import CompileError, import_candidate, read_spec
+from .guards import Sentinel, output_violations
+from .inputs import InputFactory, output_shapes
+from .loading import load_operator
+from .modules import load_input_module, load_reference
+from .opmodel import Operator, OperatorError
+from .protocol import Channel, ChannelClosed
+from .runner import KernelRunner, ReturnError, clone_values, digest, same_bits
+
+
+def _failure(exc: BaseException) -> dict[str, Any]:
+    text = "".join(traceback.format_exception(exc)[-8:])
+    name = type(exc).__name__
+    module = type(exc).__module__ or ""
+    compile_like = "CompilationError" in name or module.startswith("triton.compiler")
+    if isinstance(exc, ReturnError):
+        return {"status": "INCORRECT", "message": str(exc)}
+    return {
+        "status": "COMPILE_ERROR" if compile_like else "RUNTIME_ERROR",
+        "message": f"{name}: {exc}\n{text}"[-4000:],
+    }
+
+
+_CHECK = Sentinel.violations  # bound before any candidate runs; a replaced class method is reported
+
+
+class Worker:
+    def __init__(self, op: Operator, kernel_dir: Path, device: torch.device) -> None:
+        self.op, self.kernel_dir, self.device = op, kernel_dir, device
+        self.ref_module = load_reference(op)
+        self.factory = InputFactory(op, device, self.ref_module, load_input_module(op))
+        if device.type == "cuda":  # CUDA init sets CUDA_MODULE_LOADING; do it before the snapshot
+            torch.empty(1, device=device)
+            torch.cuda.synchronize()
+        with contextlib.suppress(ImportError):  # most candidates import it: pay that while the parent
+            import triton  # noqa: F401  (loads the operator and its references)
+        self.sentinel = Sentinel()  # captured before the candidate is imported
+        self.target: Any = None
+        self.dps = True
+        self.models: dict[int, Any] = {}
+        self.benches: dict[int, Bench] = {}
+        self.init_seed = 0
+
+    def sync(self) -> None:
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+
+    def load(self, msg: dict[str, Any]) -> dict[str, Any]:
+        self.init_seed = int(msg.get("init_seed", 0))
+        try:
+            spec = read_spec(self.kernel_dir, self.op.kind == "native")
+            self.target, self.dps = import_candidate(spec)
+        except (CompileError, OperatorError) as exc:
+            return {"error": {"status": "COMPILE_ERROR", "message": str(exc)[-4000:]}}
+        if self.op.kind == "native":
+            self.dps = False
+        return {"violations": _CHECK(self.sentinel), "dps": self.dps}
+
+    def runner(self, idx: int) -> KernelRunner:
+        wl = self.op.workloads[idx]
+        if self.op.kind != "native":
+            return KernelRunner(self.target, self.dps, output_shapes(self.op, wl), self.device)
+        if idx not in self.models:
+            torch.manual_seed(self.init_seed)
+            ref = self.ref_module.Model(**wl.init_kwargs)
+            torch.manual_seed(self.init_seed)
+            model = self.target(**wl.init_kwargs)
+            with contextlib.suppress(Exception):  # another parameter layout: rely on the seeded init
+                model.load_state_dict(ref.state_dict())
+            self.models[idx] = model.to(self.device).eval() if hasattr(model, "to") else model
+        return KernelRunner(self.models[idx], False, [], self.device)
+
+    def checked_call(
+        self, runner: KernelRunner, inputs: list[Any], outputs: list[Any] | None, earlier: list[torch.Tensor]
+    ) -> tuple[list[Any], list[str]]:
+        originals = clone_values(inputs)
+        result = runner.invoke(inputs, outputs)
+        violations: list[str] = []
+        if self.device.type == "cuda":
+            torch.cuda.current_stream().synchronize()
+            snap = [r.clone() if type(r) is torch.Tensor else r for r in result]
+            torch.cuda.synchronize()
+            if any(
+                type(r) is torch.Tensor and not same_bits(r, s) for r, s in zip(result, snap, strict=True)
+            ):
+                violations.append(
+                    "outputs changed after the call returned (work left running on another stream)"
+                )
+        violations += output_violations(result if not runner.dps else [], inputs, earlier, self.device)
+        for i, (now, before) in enumerate(zip(inputs, originals, strict=True)):
+            if isinstance(now, torch.Tensor) and not same_bits(now, before):
+                violations.append(f"input {i} was modified by the kernel")
+        violations += _CHECK(self.sentinel)
+        return result, violations
+
+    def run(self, msg: dict[str, Any]) -> dict[str, Any]:
+        idx = int(msg["wl"])
+        wl = self.op.workloads[idx]
+        runner = self.runner(idx)
+        outputs, digests, violations, kept, alive = [], [], [], [], []
+        try:
+            for seed, scale, mix in msg["seeds"]:
+                inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
+                alive.append(inputs)  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
+                digests.append(digest(inputs))
+                outs = runner.alloc_outputs() if runner.dps else None
+                result, found = self.checked_call(runner, inputs, outs, kept)
+                violations += found
+                kept += [r for r in result if type(r) is torch.Tensor]
+                outputs.append([r.detach() if type(r) is torch.Tensor else None for r in result])
+                if found:
+                    break
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+        if violations:  # nothing of a cheating call's output is needed (or touched again)
+            outputs = []
+        return {"outputs": outputs, "digests": digests, "violations": violations}
+
+    def time(self, msg: dict[str, Any]) -> dict[str, Any]:
+        idx = int(msg["wl"])
+        try:
+            if idx not in self.benches:
+                wl = self.op.workloads[idx]
+                first = self.factory.make(wl, int(msg["bench_seed"]), 1.0)
+                self.benches[idx] = Bench(self.runner(idx), first, self.device, int(msg.get("l2_bytes", 0)))
+            bench = self.benches[idx]
+            timing = bench.measure()
+            reply: dict[str, Any] = {
+                "latency_us": timing.latency_us,
+                "spread_pct": timing.spread_pct,
+                "samples_us": timing.samples_us,
+                "method": timing.method,
+                "kernels_per_call": timing.kernels_per_call,
+                "calls": bench.calls_per_sample,
+                "notes": timing.notes,
+                "violations": list(bench.violations),
+            }
+            if msg.get("reval") is not None:
+                seed, scale = msg["reval"]
+                reval = self._revalidate(idx, bench, int(seed), float(scale))
+                reply["violations"] += reval.pop("violations")
+                reply.update(reval)
+            reply["violations"] += _CHECK(self.sentinel)
+            return reply
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def burst(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """More runs of the timed invocation; the parent times this request with its own clock."""
+        try:
+            self.benches[int(msg["wl"])].burst(max(1, int(msg["reps"])), str(msg.get("part", "all")))
+            return {}
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def _revalidate(self, idx: int, bench: Bench, seed: int, scale: float) -> dict[str, Any]:
+        """Fresh values into the captured buffers, poisoned outputs, replay, hand the outputs back."""
+        k = bench.last
+        fresh = self.factory.make(self.op.workloads[idx], seed, scale)
+        for buf, val in zip(bench.copies[k], fresh, strict=True):
+            if isinstance(buf, torch.Tensor):
+                buf.copy_(val)
+        bench.poison_outputs(k)
+        result = bench.replay(k)
+        violations = [
+            f"input {i} was modified during the timed invocation"
+            for i, (b, v) in enumerate(zip(bench.copies[k], fresh, strict=True))
+            if isinstance(b, torch.Tensor) and not same_bits(b, v)
+        ]
+        return {
+            "reval_outputs": [r.detach().clone() if type(r) is torch.Tensor else None for r in result],
+            "reval_digest": digest(fresh),
+            "violations": violations,
+        }
+
+
+def _die_with_parent() -> None:
+    """PR_SET_PDEATHSIG: the worker (and its GPU memory) never outlives the trusted parent."""
+    try:
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6").prctl(1, signal.SIGKILL)
+    except (OSError, AttributeError):
+        pass
+
+
+def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -> int:
+    _die_with_parent()
+    os.dup2(2, 1)  # candidate prints go to the log, never into the protocol
+    sys.stdout = sys.stderr
+    chan = Channel(rfd, wfd)
+    if device == "auto":  # resolved as the parent resolves it; the parent checks the answer
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu":  # before triton is imported and before the sentinel's snapshot
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+        # one thread: host timing of multi-threaded CPU ops swings with thread wake-ups on a busy host,
+        # which the parent's burst check (plausibility.py) would misread as a faked report
+        torch.set_num_threads(1)
+    dev = torch.device(device)
+    try:
+        worker = Worker(load_operator(Path(op_dir)), Path(kernel_dir), dev)
+    except BaseException as exc:
+        chan.send({"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"}})
+        return 1
+    chan.send({"ready": True, "device": dev.type})
+    handlers = {
+        "load": worker.load,
+        "run": worker.run,
+        "time": worker.time,
+        "burst": worker.burst,
+        "ping": lambda msg: {},
+    }
+    while True:
+        try:
+            msg = chan.recv()
+        except ChannelClosed:
+            return 0
+        if msg.get("cmd") == "exit":
+            return 0
+        chan.send(handlers[msg["cmd"]](msg))

@@ -1,0 +1,1 @@
+"""The campaign's records: git workspace, ledger, memory files, verdict statistics, report, submission."""

@@ -1,0 +1,161 @@
+"""Red team: every cheating candidate in `candidates/adv_*` must come out REWARD_HACK or INCORRECT, never
+PASS; every honest candidate must PASS (so the harness is not simply rejecting everything).
+
+Each candidate runs through the real harness the way a sandbox job runs it: the harness directory copied
+into a fresh job directory as the top-level package `harness`, the operator and kernel copied beside it,
+`python -m harness evaluate ... --device cpu` under the Triton interpreter, `result.json` read back.
+CUDA-only cheats (side streams, graph capture tricks) are honest on CPU and run in the GPU benchmark
+(benchmarks/bench_evaluator_gpu.py) instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from tests.conftest import REPO_ROOT, SOL_FIXTURES
+
+HARNESS_DIR = REPO_ROOT / "aka_graph" / "tools" / "evaluator" / "harness"
+CANDIDATES = Path(__file__).resolve().parent / "candidates"
+NATIVE_OP = REPO_ROOT / "benchmarks" / "operators" / "native_rms_norm"
+NATIVE_CANDIDATE = REPO_ROOT / "benchmarks" / "candidates" / "native_rms_norm_triton"
+
+# rmsnorm workloads small enough for the interpreter: batch 7 (not a multiple of 8) and batch 16.
+RMSNORM_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6", "a497c980-9e07-44cc-80c6-fc647ab29e84"]
+CHEAT_SHAPES = RMSNORM_SHAPES[:1]
+REJECTED = {"REWARD_HACK", "INCORRECT"}
+
+# Cheats whose trick exists only on a CUDA device; on CPU they compute honestly.
+GPU_ONLY = {"adv_side_stream", "adv_skip_during_capture", "adv_capture_trivial_kernel"}
+# Leaves no result at all (it kills the harness): tested on its own below.
+NO_RESULT = {"adv_kill_harness"}
+
+CPU_CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in GPU_ONLY | NO_RESULT)
+
+# Honest candidates: (candidate, fixture, shape ids or None for all workloads).
+HONEST = [
+    ("rmsnorm_triton", "rmsnorm", RMSNORM_SHAPES),
+    ("rmsnorm_torch", "rmsnorm", RMSNORM_SHAPES),
+    ("rmsnorm_torch_returning", "rmsnorm", RMSNORM_SHAPES),
+    ("nemotron_rms_norm_torch", "nemotron_rms_norm", ["06179a8b-b919-5fe7-bd31-97a42e4f2da2"]),
+    ("flux_rope_torch", "flux_rope", None),
+    ("custom_inputs_matmul_torch", "custom_inputs_matmul", None),
+]
+# Honest but too slow for the CI budget on 2 cores (a 19 GFLOP matmul per call): evaluated by
+# `benchmarks/bench_evaluator_gpu.py --sections f` on a GPU instead.
+GPU_HONEST = {"gemma3_swiglu_torch"}
+
+
+def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
+                seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0,
+                extra_args: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
+
+    With `settle_s`, the file is read again that long after the harness exited and must not have
+    changed: whatever the candidate started must not outlive the evaluation and rewrite its verdict."""
+    job = tmp_path / "job"
+    shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(op_dir, job / "op")
+    shutil.copytree(kernel_dir, job / "kernel", ignore=shutil.ignore_patterns("__pycache__"))
+    (job / "tmp").mkdir()
+    argv = [sys.executable, "-m", "harness", "evaluate", "--op-dir", "op", "--kernel-dir", "kernel",
+            "--out", "result.json", "--seeds", str(seeds), "--device", "cpu"]
+    for sid in shape_ids or []:
+        argv += ["--shape-id", sid]
+    argv += list(extra_args)
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
+           "PYTHONPATH": ".", "TRITON_INTERPRET": "1"}
+    proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
+    out = job / "result.json"
+    assert out.is_file(), (f"harness wrote no result.json (exit {proc.returncode})\n"
+                           f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
+    written = out.read_text()
+    if settle_s:
+        time.sleep(settle_s)
+        later = out.read_text()
+        assert later == written, (f"result.json was rewritten after the harness exited (status "
+                                  f"{json.loads(written)['status']} -> {json.loads(later)['status']}): "
+                                  "a process the candidate started outlived the evaluation")
+    data = json.loads(written)
+    EvaluationResult.model_validate(data)
+    data["_stderr"] = proc.stderr[-3000:]
+    return data
+
+
+def describe(result: dict[str, Any]) -> str:
+    rows = [f"{w.get('id')}: {w.get('status')} {w.get('latency_us')} us {w.get('message', '')}"
+            for w in result.get("workloads", [])]
+    return f"status={result['status']} message={result.get('message', '')!r}\n" + "\n".join(rows)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("candidate", CPU_CHEATS)
+def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
+    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES,
+                         settle_s=0.5)
+    assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
+
+
+@pytest.mark.slow
+def test_candidate_that_kills_the_harness_never_gets_a_passing_verdict(tmp_path: Path) -> None:
+    try:
+        result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_kill_harness",
+                             CHEAT_SHAPES, timeout_s=120, settle_s=0.5)
+    except AssertionError as exc:  # no result.json: the coordinator reports INFRA_ERROR, never a score
+        assert "wrote no result.json" in str(exc)
+        return
+    assert result["status"] in REJECTED | {"RUNTIME_ERROR", "INFRA_ERROR"}, describe(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("candidate", "fixture", "shape_ids"), HONEST, ids=[h[0] for h in HONEST])
+def test_honest_candidate_passes(candidate: str, fixture: str, shape_ids: list[str] | None,
+                                 tmp_path: Path) -> None:
+    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shape_ids)
+    assert result["status"] == "PASS", f"honest {candidate} on {fixture} failed:\n{describe(result)}"
+    assert all(w["status"] == "PASS" and (w["latency_us"] or 0) > 0 for w in result["workloads"])
+
+
+@pytest.mark.slow
+def test_native_triton_model_passes_on_a_subset_of_its_shapes(tmp_path: Path) -> None:
+    shapes = ["t5_h512_bf16", "t32_h5120_bf16", "t64_h4096_fp16"]
+    result = run_harness(tmp_path, NATIVE_OP, NATIVE_CANDIDATE, shapes)
+    assert result["status"] == "PASS", describe(result)
+    assert sorted(w["id"] for w in result["workloads"]) == sorted(shapes)
+
+
+@pytest.mark.slow
+def test_native_candidate_cannot_exfiltrate_private_shapes_through_the_result(tmp_path: Path) -> None:
+    """Production mode keeps exact shapes from the agent; the verdict must not carry them back."""
+    shapes = ["t777_h3072_bf16"]
+    result = run_harness(tmp_path, NATIVE_OP, REPO_ROOT / "benchmarks" / "candidates" /
+                         "native_rms_norm_leak_shapes", shapes, extra_args=("--private-shapes",))
+    assert result["status"] != "PASS"
+    text = str({k: v for k, v in result.items() if k != "_stderr"})
+    assert "num_tokens" not in text and "LEAK" not in text, (
+        "private shapes.json content reached result.json: " + result.get("message", "")[:300])
+
+
+def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
+    names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
+    assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | GPU_HONEST | {h[0] for h in HONEST}
+    for sol in CANDIDATES.glob("*/solution.json"):
+        spec = json.loads(sol.read_text())
+        assert spec["spec"]["destination_passing_style"] is False
+        assert spec["sources"][0]["content"] == (sol.parent / "kernel.py").read_text(), (
+            f"{sol}: inlined source is stale; regenerate it from kernel.py")
+
+
+def test_native_operator_has_at_least_fifty_shapes_each_with_both_kwarg_sets() -> None:
+    shapes = json.loads((NATIVE_OP / "shapes.json").read_text())
+    assert len(shapes) >= 50
+    assert all(set(entry) == {"init_kwargs", "input_kwargs"} for entry in shapes.values())

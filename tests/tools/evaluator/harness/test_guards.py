@@ -1,0 +1,259 @@
+"""Anti-gaming checks (design §5), each with a cheating candidate it must catch, never PASS.
+
+The in-worker checks are tested on their own (`--no-source-policy`), then the static source policy
+that stops most of these cheats before any call. All cheats run in ONE `python -m harness compare` run
+(one worker per kernel, the honest kernel among them as a control), so the suite stays fast; each check
+then has its own test below.
+CUDA-only checks (side streams, graph kernel counts) are covered as pure logic in test_timing.py and
+on the GPU by the red team's benchmark.
+"""
+
+from __future__ import annotations
+
+import string
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from aka_graph.tools.evaluator.harness.policy import scan_source
+from tests.tools.evaluator.harness.test_gates import (
+    BATCH1,
+    BATCH7,
+    HONEST_DPS,
+    RMSNORM,
+    TRITON_RMSNORM,
+    run_harness,
+    write_kernel,
+)
+
+COMPUTE = """
+    x = hidden_states.float()
+    y = (x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight.float()).to(hidden_states.dtype)
+"""
+
+CHEATS: dict[str, str] = {
+    "honest": HONEST_DPS,
+    "patched_perf_counter": "import time\ntime.perf_counter = lambda: 0.0\n" + HONEST_DPS,
+    "patched_synchronize": "import torch\ntorch.cuda.synchronize = lambda *a, **k: None\n" + HONEST_DPS,
+    "patched_event_elapsed": "import torch\ntorch.cuda.Event.elapsed_time = lambda s, e: 1e-3\n" + HONEST_DPS,
+    "patched_harness_method": "import sys\nfor _m in list(sys.modules.values()):\n"
+    "    if isinstance(getattr(_m, 'Bench', None), type):\n        _m.Bench.measure = lambda self: None\n"
+    "    if isinstance(getattr(_m, 'Sentinel', None), type):\n"
+    "        _m.Sentinel.violations = lambda self: []\n" + HONEST_DPS,
+    "thread_left_running": HONEST_DPS
+    + """
+import threading, time
+def _spin():
+    while True:
+        time.sleep(0.01)
+_orig = run
+def run(hidden_states, weight, output):
+    _orig(hidden_states, weight, output)
+    if not any(t.name == "helper" for t in threading.enumerate()):
+        threading.Thread(target=_spin, name="helper", daemon=True).start()
+""",
+    "reserved_env_var": HONEST_DPS
+    + """
+import os
+_orig = run
+def run(hidden_states, weight, output):
+    os.environ["CUDA_LAUNCH_BLOCKING"] = "1"
+    _orig(hidden_states, weight, output)
+""",
+    "tensor_subclass_output": "import torch\nclass Lazy(torch.Tensor):\n    pass\n"
+    "DESTINATION_PASSING_STYLE = False\ndef run(hidden_states, weight):"
+    + COMPUTE
+    + "    return y.as_subclass(Lazy)\n",
+    "returns_an_input": "import torch\nDESTINATION_PASSING_STYLE = False\ndef run(hidden_states, weight):"
+    + COMPUTE
+    + "    hidden_states.copy_(y)\n    return hidden_states\n",
+    "reused_output_buffer": "import torch\nDESTINATION_PASSING_STYLE = False\n_buf = {}\n"
+    "def run(hidden_states, weight):"
+    + COMPUTE
+    + "    b = _buf.setdefault(tuple(y.shape), torch.empty_like(y))\n    b.copy_(y)\n    return b\n",
+    "writes_into_input": "import torch\ndef run(hidden_states, weight, output):"
+    + COMPUTE
+    + "    output.copy_(y)\n    hidden_states.zero_()\n",
+    "cache_keyed_on_pointer": "import torch\n_seen = {}\ndef run(hidden_states, weight, output):\n"
+    "    key = (hidden_states.data_ptr(), output.data_ptr())\n"
+    "    if key in _seen:\n        return\n" + COMPUTE + "    output.copy_(y)\n    _seen[key] = True\n",
+    "cache_keyed_on_edge_values": "import torch\n_cache = {}\ndef run(hidden_states, weight, output):\n"
+    "    f = hidden_states.reshape(-1)\n    key = (tuple(hidden_states.shape), float(f[0]), float(f[-1]))\n"
+    "    if key in _cache:\n        output.copy_(_cache[key])\n        return\n"
+    + COMPUTE
+    + "    output.copy_(y)\n    _cache[key] = y.clone()\n",
+    "real_work_only_first_calls": "import torch\n_calls = [0]\ndef run(hidden_states, weight, output):\n"
+    "    _calls[0] += 1\n    if _calls[0] > 8:\n        return\n" + COMPUTE + "    output.copy_(y)\n",
+    "precision_downgrade": "import torch\ndef run(hidden_states, weight, output):"
+    + COMPUTE
+    + "    output.copy_(y.to(torch.float8_e4m3fn).to(y.dtype))\n",
+    "shape_specialised": "import torch\ndef run(hidden_states, weight, output):"
+    + COMPUTE
+    + "    if hidden_states.shape[0] != 1:\n        y = y[:1].expand_as(y)\n    output.copy_(y)\n",
+    # F13: no function replaced; the finished host-timing samples are shrunk through stack frames
+    "frame_walk_timer": "import sys\n_done = {}\ndef _tamper():\n    f = sys._getframe(2)\n"
+    "    while f is not None:\n        s = f.f_locals.get('samples')\n"
+    "        if f.f_code.co_name == 'time_host' and isinstance(s, list):\n"
+    "            for i in range(_done.get(id(s), 0), len(s)):\n                s[i] /= 3.0\n"
+    "            _done[id(s)] = len(s)\n            return\n        f = f.f_back\n"
+    + HONEST_DPS.replace("    x = hidden_states.float()", "    _tamper()\n    x = hidden_states.float()"),
+}
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    root = tmp_path_factory.mktemp("cheats")
+    kernels = {name: write_kernel(root / "src", src, name) for name, src in CHEATS.items()}
+    pattern = string.ascii_uppercase[: len(kernels)]
+    res = run_harness(
+        root,
+        RMSNORM,
+        kernels,
+        shape_ids=[BATCH1, BATCH7],
+        seeds=1,
+        extra=["--pattern", pattern, "--repeats", "1", "--no-source-policy"],
+        timeout_s=600,
+    )
+    return res["kernels"]
+
+
+def _assert_caught(verdicts: dict[str, dict[str, Any]], name: str, status: str, words: str) -> None:
+    res = verdicts[name]
+    assert res["status"] == status, f"{name}: {res['status']} {res['message'][:500]}"
+    text = res["message"] + " ".join(w["message"] for w in res["workloads"])
+    assert words in text, f"{name}: {words!r} not in {text[:500]!r}"
+
+
+@pytest.mark.slow
+def test_the_honest_control_passes(verdicts: dict[str, dict[str, Any]]) -> None:
+    assert verdicts["honest"]["status"] == "PASS", verdicts["honest"]["message"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["patched_perf_counter", "patched_synchronize", "patched_event_elapsed"])
+def test_monkey_patched_timers_and_sync_are_reward_hacks(verdicts: dict, name: str) -> None:
+    _assert_caught(verdicts, name, "REWARD_HACK", "was replaced")
+
+
+@pytest.mark.slow
+def test_patched_harness_classes_are_reward_hacks_even_when_the_check_itself_is_replaced(
+    verdicts: dict,
+) -> None:
+    _assert_caught(verdicts, "patched_harness_method", "REWARD_HACK", "harness method Sentinel.violations")
+
+
+@pytest.mark.slow
+def test_a_latency_faked_through_stack_frames_is_caught_by_the_parents_own_clock(verdicts: dict) -> None:
+    _assert_caught(verdicts, "frame_walk_timer", "REWARD_HACK", "harness's own clock times a burst")
+
+
+@pytest.mark.slow
+def test_threads_left_running_after_the_call_are_reward_hacks(verdicts: dict) -> None:
+    _assert_caught(verdicts, "thread_left_running", "REWARD_HACK", "threads left running: helper")
+
+
+@pytest.mark.slow
+def test_reserved_environment_variables_changed_by_the_kernel_are_reward_hacks(verdicts: dict) -> None:
+    _assert_caught(verdicts, "reserved_env_var", "REWARD_HACK", "CUDA_LAUNCH_BLOCKING")
+
+
+@pytest.mark.slow
+def test_tensor_subclass_outputs_are_reward_hacks(verdicts: dict) -> None:
+    _assert_caught(verdicts, "tensor_subclass_output", "REWARD_HACK", "not a plain torch.Tensor")
+
+
+@pytest.mark.slow
+def test_returning_an_input_is_a_reward_hack(verdicts: dict) -> None:
+    _assert_caught(verdicts, "returns_an_input", "REWARD_HACK", "shares memory with an input")
+
+
+@pytest.mark.slow
+def test_returning_a_reused_buffer_is_a_reward_hack(verdicts: dict) -> None:
+    _assert_caught(verdicts, "reused_output_buffer", "REWARD_HACK", "earlier call's output")
+
+
+@pytest.mark.slow
+def test_writing_into_an_input_is_a_reward_hack(verdicts: dict) -> None:
+    _assert_caught(verdicts, "writes_into_input", "REWARD_HACK", "was modified by the kernel")
+
+
+@pytest.mark.slow
+def test_output_cache_keyed_on_pointers_fails_revalidation_after_timing(verdicts: dict) -> None:
+    _assert_caught(verdicts, "cache_keyed_on_pointer", "REWARD_HACK", "re-validation after timing")
+
+
+@pytest.mark.slow
+def test_output_cache_keyed_on_a_few_input_values_is_incorrect(verdicts: dict) -> None:
+    _assert_caught(verdicts, "cache_keyed_on_edge_values", "INCORRECT", "seed 2")
+
+
+@pytest.mark.slow
+def test_real_work_only_on_the_first_calls_fails_revalidation(verdicts: dict) -> None:
+    _assert_caught(verdicts, "real_work_only_first_calls", "REWARD_HACK", "re-validation after timing")
+
+
+@pytest.mark.slow
+def test_precision_downgrade_beyond_tolerance_is_incorrect(verdicts: dict) -> None:
+    _assert_caught(verdicts, "precision_downgrade", "INCORRECT", "within atol")
+
+
+@pytest.mark.slow
+def test_shape_specialisation_wrong_on_a_timed_shape_is_incorrect(verdicts: dict) -> None:
+    _assert_caught(verdicts, "shape_specialised", "INCORRECT", "seed 0")
+    bad = [w for w in verdicts["shape_specialised"]["workloads"] if w["status"] != "PASS"]
+    assert [w["id"] for w in bad] == [BATCH7]
+
+
+POLICY_CAUGHT = {
+    "patched_perf_counter": "assigns into the module 'time'",
+    "patched_synchronize": "assigns into the module 'torch'",
+    "patched_event_elapsed": "assigns into the module 'torch'",
+    "thread_left_running": "imports 'threading'",
+    "reserved_env_var": "assigns into the module 'os'",
+}
+
+
+@pytest.mark.parametrize(("name", "words"), sorted(POLICY_CAUGHT.items()))
+def test_the_source_policy_flags_patching_threads_and_env_changes(name: str, words: str) -> None:
+    found = scan_source(CHEATS[name], "kernel.py")
+    assert any(words in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\nsys.modules['harness.worker'].same_bits = lambda a, b: True\n",
+        "import inspect\n",
+        "def f():\n    return (lambda: 0).__code__\n",
+        "import triton\nframe = getattr(triton, 'x' + 'y')\n",
+        "import os\nos.environ.update(A='1')\nos.fork()\n",
+        "exec('print(1)')\n",
+        "from ctypes import CDLL\n",
+        "import numpy as np\nnp.ctypeslib.ctypes.pythonapi.PyRun_SimpleString(b'x=1')\n",
+        "import operator\nimport torch\nf = operator.attrgetter('_get' + 'frame')(getattr(torch, 'sys'))\n",
+        "from operator import methodcaller\n",
+    ],
+)
+def test_the_source_policy_flags_interpreter_introspection(source: str) -> None:
+    assert scan_source(source, "kernel.py")
+
+
+def test_the_source_policy_leaves_honest_kernels_alone() -> None:
+    for name in ("honest",):
+        assert scan_source(CHEATS[name], "kernel.py") == []
+    assert scan_source(TRITON_RMSNORM, "kernel.py") == []
+    ok = "import os\nimport math\nimport torch\nINTERP = os.environ.get('TRITON_INTERPRET') == '1'\n"
+    assert (
+        scan_source(ok + "x = getattr(torch, 'bfloat16')\ny = getattr(torch, os.environ['D'])\n", "k.py")
+        == []
+    )
+    assert scan_source("import math\nf = getattr(math, 'sq' + 'rt')\n", "k.py")
+
+
+@pytest.mark.slow
+def test_a_kernel_violating_the_source_policy_is_a_reward_hack_before_any_call(tmp_path: Path) -> None:
+    kernel = write_kernel(tmp_path, "import sys\n" + HONEST_DPS)
+    res = run_harness(tmp_path, RMSNORM, kernel, shape_ids=[BATCH1])
+    assert res["status"] == "REWARD_HACK" and "kernel.py:1: imports 'sys'" in res["message"]
+    assert all(w["latency_us"] is None for w in res["workloads"])

@@ -1,0 +1,72 @@
+"""The correctness rule of one output, as SOL defines it, plus the harness's stricter edges."""
+
+from __future__ import annotations
+
+import torch
+
+from aka_graph.tools.evaluator.harness.numerics import check_output
+from aka_graph.tools.evaluator.harness.opmodel import Tolerance
+
+TOL = Tolerance()
+
+
+def test_values_within_atol_plus_rtol_pass_on_the_matched_ratio() -> None:
+    ref = torch.linspace(-4, 4, 1000)
+    got = ref.clone()
+    got[:9] += 1.0  # 0.9 % of elements far off: 99.1 % matched >= 99 %
+    v = check_output("y", got, ref, TOL)
+    assert v.ok and v.max_abs == 1.0
+    got[:11] += 1.0  # 1.1 % off
+    v = check_output("y", got, ref, TOL)
+    assert not v.ok and "98.900% of elements within" in v.message
+
+
+def test_comparison_is_in_fp32_with_the_relative_term_on_the_reference() -> None:
+    ref = torch.tensor([100.0, -200.0], dtype=torch.bfloat16)
+    got = torch.tensor([100.5, -201.0], dtype=torch.bfloat16)  # within 1e-2 + 1e-2*|ref|
+    assert check_output("y", got, ref, TOL).ok
+    assert not check_output("y", got, ref, Tolerance(rtol=0.0, matched_ratio=1.0)).ok
+
+
+def test_shape_and_dtype_must_match_exactly() -> None:
+    ref = torch.zeros(2, 3)
+    assert "shape (3, 2)" in check_output("y", torch.zeros(3, 2), ref, TOL).message
+    assert (
+        "dtype torch.float16" in check_output("y", torch.zeros(2, 3, dtype=torch.float16), ref, TOL).message
+    )
+
+
+def test_nan_and_inf_fail_unless_negative_inf_is_allowed_where_the_reference_has_it() -> None:
+    ref = torch.tensor([1.0, 2.0, float("-inf")])
+    nan = torch.tensor([float("nan"), 2.0, float("-inf")])
+    assert "NaN" in check_output("y", nan, ref, TOL).message
+    pinf = torch.tensor([float("inf"), 2.0, float("-inf")])
+    assert not check_output("y", pinf, ref, TOL).ok
+    assert check_output(
+        "y", torch.tensor([1.0, 2.0, float("-inf")]), ref, Tolerance(allow_negative_inf=True)
+    ).ok
+    stray = torch.tensor([float("-inf"), 2.0, float("-inf")])
+    assert not check_output("y", stray, ref, Tolerance(allow_negative_inf=True)).ok
+
+
+def test_all_zeros_fail_where_the_reference_is_not_but_pass_where_it_is() -> None:
+    assert "all zeros" in check_output("y", torch.zeros(8), torch.full((8,), 1e-3), TOL).message
+    assert check_output("y", torch.zeros(8), torch.zeros(8), TOL).ok
+
+
+def test_error_cap_rejects_one_huge_outlier_the_ratio_would_forgive() -> None:
+    ref = torch.zeros(1000) + 1
+    got = ref.clone()
+    got[0] = 50.0
+    assert check_output("y", got, ref, TOL).ok
+    v = check_output("y", got, ref, Tolerance(error_cap=1.0))
+    assert not v.ok and "exceeds the cap" in v.message
+
+
+def test_integer_and_bool_outputs_compare_exactly_enough() -> None:
+    ref = torch.arange(100, dtype=torch.int32)
+    assert check_output("i", ref.clone(), ref, TOL).ok
+    assert not check_output("i", ref + 1, ref, TOL).ok
+    b = torch.tensor([True, False] * 50)
+    assert check_output("b", b.clone(), b, TOL).ok
+    assert not check_output("b", ~b, b, TOL).ok

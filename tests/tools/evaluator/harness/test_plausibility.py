@@ -1,0 +1,182 @@
+"""The parent's own check of the worker's latency: a burst of the timed invocation, timed by the parent's
+clock, must not contradict the reported median (F10/F13/F15). The worker here is a small honest test
+double through the same request interface (real sleeps), and the real Bench on CPU for the burst."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness.bench import Bench
+from aka_graph.tools.evaluator.harness.plausibility import (
+    GPU_TOLERANCE,
+    HOST_TOLERANCE,
+    MAX_REPS,
+    burst_reps,
+    check,
+    implausible,
+    parent_estimate_us,
+    process_cpu_ns,
+    round_trip_ns,
+)
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+
+
+class SleepingWorker:
+    """Answers like the worker: `ping` at once, `burst` after reps x calls x `true_us` of work."""
+
+    def __init__(self, true_us: float, calls: int = 1, prepare_us: float = 0.0) -> None:
+        self.true_us, self.calls, self.prepare_us = true_us, calls, prepare_us
+        self.bursts: list[int] = []
+
+    def __call__(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        if msg["cmd"] == "burst":
+            self.bursts.append(msg["reps"])
+            work = self.true_us * self.calls if msg["part"] == "all" else 0.0
+            time.sleep(msg["reps"] * (self.prepare_us + work) / 1e6)
+        return {}
+
+
+def test_a_burst_lasts_about_20_ms_if_the_report_were_true_and_is_bounded() -> None:
+    assert burst_reps(10.0, 100) == 20  # 1 ms per replay
+    assert burst_reps(60.0, 1) == 334
+    assert burst_reps(1e-9, 4096) == MAX_REPS or burst_reps(1e-9, 4096) >= 1
+    assert burst_reps(0.0, 1) == MAX_REPS  # a report of ~0 gets the longest burst
+    assert burst_reps(50_000.0, 5) == 1
+
+
+def test_the_parent_estimate_subtracts_the_round_trip_and_divides_by_every_call() -> None:
+    assert parent_estimate_us(21_000_000, 1_000_000, 10, 200) == pytest.approx(10.0)
+    assert parent_estimate_us(500, 1000, 1, 1) == 0.0  # never negative
+
+
+def test_honest_reports_within_tolerance_pass_and_fake_speedups_do_not() -> None:
+    assert implausible(10.0, 10.0, 20, 100, GPU_TOLERANCE) is None
+    assert implausible(9.0, 10.0, 20, 100, GPU_TOLERANCE) is None  # 10 % below: clock noise
+    assert implausible(25.0, 10.0, 20, 100, GPU_TOLERANCE) is None  # slower than the burst: fine
+    assert implausible(1.7, 2.5, 20, 4096, GPU_TOLERANCE) is None  # tiny kernels get a little slack
+    message = implausible(4.0, 10.0, 20, 100, GPU_TOLERANCE)  # a 2.5x fake speed-up
+    assert message and "4.000 us" in message and "10.000 us" in message and "20 x 100" in message
+    assert implausible(1.0, 2.6, 20, 4096, GPU_TOLERANCE)  # 2.6x on a tiny kernel
+    assert implausible(7000.0, 10000.0, 3, 1, HOST_TOLERANCE) is None  # host timing: wider tolerance
+    assert implausible(6500.0, 10000.0, 3, 1, HOST_TOLERANCE) is None  # 1.54x: seen honestly on CI
+    assert implausible(4000.0, 10000.0, 3, 1, HOST_TOLERANCE)  # a 2.5x fake is still caught
+
+
+def test_an_honest_worker_passes_the_burst_check() -> None:
+    worker = SleepingWorker(true_us=2000.0)
+    rt = round_trip_ns(worker)
+    assert rt is not None and rt[0] >= 0 and rt[1] is None
+    assert check(worker, 0, 2000.0, 1, rt, HOST_TOLERANCE) is None
+    assert worker.bursts == [10]  # one burst of >= 20 ms agrees: no need for another
+    slow = SleepingWorker(true_us=150_000.0)
+    assert check(slow, 0, 150_000.0, 1, rt, HOST_TOLERANCE) is None
+    assert slow.bursts == [1]  # a call longer than 100 ms: a burst of one call
+
+
+class RampingWorker(SleepingWorker):
+    """Honest, but its first burst runs slow (a GPU clock ramping up after an idle phase)."""
+
+    def __call__(self, msg: dict[str, Any]) -> dict[str, Any] | None:
+        if msg["cmd"] == "burst" and not self.bursts:
+            time.sleep(msg["reps"] * self.true_us * 0.6 / 1e6)
+        return super().__call__(msg)
+
+
+def test_a_burst_that_ran_slow_is_repeated_and_the_fastest_counts() -> None:
+    worker = RampingWorker(true_us=1000.0)
+    rt = round_trip_ns(worker)
+    assert rt is not None
+    assert check(worker, 0, 1000.0, 1, rt, GPU_TOLERANCE) is None
+    assert len(worker.bursts) == 2  # the first read 1.6x slow; the second agreed with the report
+
+
+def test_a_fake_report_stays_implausible_over_every_repeated_burst() -> None:
+    worker = SleepingWorker(true_us=1000.0)
+    rt = round_trip_ns(worker)
+    assert rt is not None
+    found = check(worker, 0, 400.0, 1, rt, GPU_TOLERANCE)  # a 2.5x fake speed-up
+    assert found is not None and found[0] == "REWARD_HACK"
+    assert len(worker.bursts) == GPU_TOLERANCE.bursts
+
+
+def test_the_untimed_perturbation_before_host_calls_is_subtracted_not_counted() -> None:
+    worker = SleepingWorker(true_us=1000.0, prepare_us=3000.0)  # perturbing inputs costs 3x the call
+    rt = round_trip_ns(worker) or (0, None)
+    assert check(worker, 0, 1000.0, 1, rt, HOST_TOLERANCE, prepared=True) is None
+    assert check(worker, 0, 400.0, 1, rt, HOST_TOLERANCE, prepared=True) is not None  # 2.5x faked
+
+
+def test_a_worker_reporting_a_faked_latency_is_a_reward_hack() -> None:
+    worker = SleepingWorker(true_us=200.0, calls=10)  # 2 ms per replay, reported as 0.8 ms
+    status, message = check(worker, 3, 80.0, 10, round_trip_ns(worker) or (0, None), GPU_TOLERANCE) or (
+        "",
+        "",
+    )
+    assert status == "REWARD_HACK" and "80.000 us" in message and "harness's own clock" in message
+
+
+def test_on_a_busy_host_time_spent_waiting_for_a_core_is_not_counted() -> None:
+    """The worker's CPU time (kernel-accounted) bounds the host estimate: a burst stretched by waiting
+    (here: sleeping) is not mistaken for a faked report; the same burst on wall time alone would be."""
+    worker = SleepingWorker(true_us=2000.0)  # "computes" 2 ms per call, but without using a CPU
+    cpu = lambda: process_cpu_ns(os.getpid())  # noqa: E731 - the test double runs in this process
+    rt = round_trip_ns(worker, cpu)
+    assert rt is not None and rt[1] is not None
+    assert check(worker, 0, 500.0, 1, rt, HOST_TOLERANCE, cpu) is None
+    assert check(worker, 0, 500.0, 1, (rt[0], None), HOST_TOLERANCE) is not None
+
+
+def test_process_cpu_time_grows_with_work_not_with_waiting() -> None:
+    pid = os.getpid()
+    before = process_cpu_ns(pid)
+    time.sleep(0.05)
+    slept = process_cpu_ns(pid)
+    assert before is not None and slept is not None and slept - before < 20_000_000
+    deadline = time.perf_counter() + 20
+    while (process_cpu_ns(pid) or 0) - slept < 30_000_000 and time.perf_counter() < deadline:
+        pass  # busy: CPU time accrues (however long a busy host makes us wait for it)
+    assert (process_cpu_ns(pid) or 0) - slept >= 30_000_000
+    assert process_cpu_ns(-1) is None
+
+
+def test_worker_errors_during_the_burst_are_reported_as_such() -> None:
+    def failing(msg: dict[str, Any]) -> dict[str, Any]:
+        if msg["cmd"] == "burst":
+            return {"error": {"status": "RUNTIME_ERROR", "message": "boom"}}
+        return {}
+
+    assert check(failing, 0, 5.0, 1, (0, None), GPU_TOLERANCE) == (
+        "RUNTIME_ERROR",
+        "during the timing burst: boom",
+    )
+    assert (
+        check(lambda msg: None, 0, 5.0, 1, (0, None), GPU_TOLERANCE) is None
+    )  # the request recorded the stop
+    assert round_trip_ns(lambda msg: None) is None
+
+
+def test_the_bench_burst_runs_the_timed_invocation_reps_times_on_a_host() -> None:
+    seen: list[int] = []
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        seen.append(x.data_ptr())
+        out.copy_(x * 2)
+
+    bench = Bench(
+        KernelRunner(kernel, True, [((4,), torch.float32)], torch.device("cpu")),
+        [torch.ones(4)],
+        torch.device("cpu"),
+        0,
+    )
+    assert bench.calls_per_sample == 1 and len(seen) == 1
+    bench.burst(7)
+    assert len(seen) == 8  # each call after the same untimed input perturbation as when timed
+    assert not torch.equal(bench.copies[0][0], torch.ones(4))
+    assert torch.equal(bench.outs[0][0], bench.copies[0][0] * 2)
+    bench.burst(5, part="prepare")
+    assert len(seen) == 8  # perturbations only
