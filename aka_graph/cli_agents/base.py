@@ -12,6 +12,8 @@ from typing import Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from aka_graph.cli_agents.sandbox import AgentSandbox
+
 Effort = Literal["low", "medium", "high", "xhigh", "max"]
 TokenAccuracy = Literal["exact", "partial", "unavailable"]
 
@@ -51,6 +53,9 @@ class AgentRun(BaseModel):
     model: str | None = None
     labels: dict[str, str] = Field(
         default_factory=dict, description="e.g. episode/trial ids; used by logs and the replay backend"
+    )
+    sandbox: AgentSandbox | None = Field(
+        default=None, description="filesystem isolation of the CLI process (None: runs unconfined)"
     )
 
 

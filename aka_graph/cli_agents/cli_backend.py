@@ -23,6 +23,7 @@ from aka_graph.cli_agents.base import (
 from aka_graph.cli_agents.home import HomeLayout, prepare_home
 from aka_graph.cli_agents.locate import INSTALL_COMMAND, find_executable
 from aka_graph.cli_agents.process import ProcessOutcome, TranscriptPaths, run_streaming
+from aka_graph.cli_agents.sandbox import sandboxed_argv
 from aka_graph.cli_agents.settings import SessionSettings, check_argv_has_no_secrets, load_settings
 from aka_graph.cli_agents.stream_base import StreamParser
 
@@ -111,6 +112,10 @@ class CliBackend:
         transcript = TranscriptPaths.allocate(run.transcript_dir, self.name, run.role)
         prompt = self._prompt_argument(run.prompt, transcript)
         argv, chosen_session = self.build_argv(run, exe, prompt, home)
+        prompt_file = [] if prompt == run.prompt else [self._prompt_file(transcript)]
+        argv = sandboxed_argv(
+            run.sandbox, argv, cwd=run.cwd, environ=env, executable=exe, home=home, extra_readable=prompt_file
+        )
         argv = [*self.wrapper, *argv]
         check_argv_has_no_secrets(argv, env)
         parser = self.make_parser(run, home)
@@ -139,9 +144,13 @@ class CliBackend:
     def _prompt_argument(self, prompt: str, transcript: TranscriptPaths) -> str:
         if len(prompt.encode()) <= MAX_PROMPT_ARG_BYTES:
             return prompt
-        path = transcript.meta.with_name(transcript.meta.name.replace(".meta.json", ".prompt.md"))
+        path = self._prompt_file(transcript)
         path.write_text(prompt)
         return f"Your full instructions are in the file {path}. Read all of it first, then follow it."
+
+    @staticmethod
+    def _prompt_file(transcript: TranscriptPaths) -> Path:
+        return transcript.meta.with_name(transcript.meta.name.replace(".meta.json", ".prompt.md"))
 
     def _result(
         self, run: AgentRun, parser: StreamParser, outcome: ProcessOutcome, chosen_session: str | None

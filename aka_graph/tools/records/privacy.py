@@ -1,0 +1,324 @@
+"""Production mode's promise, kept in one place: private shapes never reach an agent.
+
+A native operator's `shapes.json` is private in production mode. Its ids and values exist only in the
+operator's own directory, inside evaluation jobs, and in the mapping below; everywhere else (results,
+ledger, memory records, verdicts, prompts, report, git) a workload is an opaque id `w_<random hex>` that is
+drawn once per campaign and reveals nothing, not even the order of `shapes.json`.
+
+- `OpaqueIds`: the private id -> opaque id mapping, a 0600 file kept outside the workspace (beside the
+  checkpoints, where agent sandboxes never reach).
+- `mask_evaluation` / `mask_comparison`: evaluator output as agents may see it: opaque ids, no
+  per-workload bytes/FLOPs/SOL bounds (exact functions of the shape), no free text from the job.
+- `LeakScanner` / `audit_campaign`: search text, files and every git object for each private id and each
+  distinctive private shape value; findings name opaque ids only, so a report of a leak leaks nothing.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from aka_graph.cli_agents.sandbox import AgentSandbox
+from aka_graph.tools.evaluator.evaluation_result import EvaluationResult, WorkloadResult
+
+SHAPES_FILE = "shapes.json"
+OPAQUE_PREFIX = "w_"
+IDS_FILE = "opaque_ids.json"
+WITHHELD = "details withheld: private shapes"
+# Numbers below this, powers of two and multiples of 64 are everywhere in kernels, dates and counters:
+# finding one proves nothing, so only rarer shape values are searched for (ids are always searched).
+MIN_DISTINCTIVE_VALUE = 100
+# JSON counters the campaign itself writes (token counts, timings, pids): a shape value there is chance.
+COUNTER_KEY = re.compile(
+    r'"(?:[A-Za-z_]*(?:token|tokens|input|output|cache_read|cache_write|total|_ms|_s|duration|pid|pgid|'
+    r"exit_code|attempt|version|episode|trial|bytes|count|seed|seeds)[A-Za-z_]*)\"\s*:\s*\[?\s*$"
+)
+PER_WORKLOAD_WITHHELD = ("sol_bound_us", "sol_hard_bound_us", "bytes_moved", "flops", "utilization_pct")
+
+
+class PrivacyViolation(RuntimeError):
+    """A private shape id or value reached a place an agent can read; the campaign must fail."""
+
+    def __init__(self, findings: list[str]) -> None:
+        super().__init__("; ".join(findings))
+        self.findings = findings
+
+
+@dataclass(frozen=True)
+class PrivateShapes:
+    """A native operator's private workloads: id -> the integer values of its init/input kwargs."""
+
+    values: dict[str, tuple[int, ...]] = field(default_factory=dict)
+
+    @classmethod
+    def of_operator(cls, op_dir: Path) -> PrivateShapes:
+        """The shapes of a native operator's `shapes.json` (none for SOL problems, whose workloads are
+        public files)."""
+        path = Path(op_dir) / SHAPES_FILE
+        if not path.is_file() or (Path(op_dir) / "definition.json").is_file():
+            return cls()
+        data = json.loads(path.read_text())
+        if isinstance(data, list):
+            data = {str(s.get("id", i)): s for i, s in enumerate(data)}
+        return cls({str(sid): tuple(_ints(entry)) for sid, entry in data.items()})
+
+    @property
+    def ids(self) -> list[str]:
+        return list(self.values)
+
+    def distinctive_values(self, public_text: str = "") -> set[int]:
+        """Values rare enough that finding one is evidence (and absent from the public files)."""
+        public = {int(m) for m in re.findall(r"(?<![\w.])\d+(?![\w])", public_text)}
+        return {v for vs in self.values.values() for v in vs if _distinctive(v) and v not in public}
+
+
+def _ints(entry: Any) -> Iterator[int]:
+    if isinstance(entry, bool):
+        return
+    if isinstance(entry, int):
+        yield entry
+    elif isinstance(entry, dict):
+        for value in entry.values():
+            yield from _ints(value)
+    elif isinstance(entry, list | tuple):
+        for value in entry:
+            yield from _ints(value)
+
+
+def _distinctive(value: int) -> bool:
+    v = abs(value)
+    return v >= MIN_DISTINCTIVE_VALUE and v & (v - 1) != 0 and v % 64 != 0
+
+
+class OpaqueIds:
+    """Private id -> `w_<hex>`, drawn once per campaign and stored (mode 0600) where agents never reach."""
+
+    def __init__(self, path: Path, mapping: dict[str, str]) -> None:
+        self.path = path
+        self.mapping = mapping
+        self.reverse = {v: k for k, v in mapping.items()}
+
+    @classmethod
+    def load_or_create(cls, path: Path, private_ids: Iterable[str]) -> OpaqueIds:
+        """Read the campaign's mapping, adding a fresh random id for any private id it lacks."""
+        path = Path(path)
+        mapping: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
+        missing = [i for i in private_ids if i not in mapping]
+        for private in missing:
+            opaque = OPAQUE_PREFIX + secrets.token_hex(6)
+            while opaque in mapping.values():
+                opaque = OPAQUE_PREFIX + secrets.token_hex(6)
+            mapping[private] = opaque
+        if missing or not path.is_file():
+            _write_private(path, json.dumps(mapping, indent=2, sort_keys=True) + "\n")
+        return cls(path, mapping)
+
+    def opaque(self, private_id: str) -> str:
+        return self.mapping.get(private_id, private_id)
+
+    def scrub(self, text: str) -> str:
+        """`text` with every private id replaced by its opaque id."""
+        for private, opaque in sorted(self.mapping.items(), key=lambda kv: -len(kv[0])):
+            text = _bounded(private).sub(opaque, text)
+        return text
+
+
+def _write_private(path: Path, text: str) -> None:
+    """Create or replace a file readable by its owner only (never world- or group-readable, not even
+    between creation and chmod)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    os.chmod(path.parent, 0o700)
+    tmp = path.with_name(f".{path.name}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(text)
+    os.replace(tmp, path)
+
+
+def _bounded(token: str) -> re.Pattern[str]:
+    return re.compile(rf"(?<![\w]){re.escape(token)}(?![\w])")
+
+
+def _withheld(status: str) -> str:
+    return f"{status} ({WITHHELD})"
+
+
+def mask_workload(w: WorkloadResult, ids: OpaqueIds) -> WorkloadResult:
+    update: dict[str, Any] = {name: None for name in PER_WORKLOAD_WITHHELD}
+    update["id"] = ids.opaque(w.id)
+    update["message"] = _withheld(w.status) if w.message else ""
+    return w.model_copy(update=update)
+
+
+def mask_evaluation(result: EvaluationResult, ids: OpaqueIds) -> EvaluationResult:
+    """What agents and records may hold of an evaluation: opaque ids in random order (sorted by the
+    opaque id), no shape-derived numbers per workload, no free text from the job (candidate-controlled
+    or shape-revealing); the summary numbers (objective, geomeans) stay."""
+    workloads = sorted((mask_workload(w, ids) for w in result.workloads), key=lambda w: w.id)
+    message = _withheld(result.status) if result.message else ""
+    return result.model_copy(update={"workloads": workloads, "message": message})
+
+
+def mask_comparison(result: Any, ids: OpaqueIds) -> Any:
+    """A `ComparisonResult` with every kernel's evaluation masked and the rounds keyed by opaque ids."""
+    kernels = {label: mask_evaluation(r, ids) for label, r in result.kernels.items()}
+    rounds = [
+        r.model_copy(update={"latency_us": {ids.opaque(k): v for k, v in sorted(r.latency_us.items())}})
+        for r in result.rounds
+    ]
+    message = _withheld(result.status) if result.message else ""
+    return result.model_copy(update={"kernels": kernels, "rounds": rounds, "message": message})
+
+
+class LeakScanner:
+    """Finds private ids and distinctive private shape values in text; findings name opaque ids only."""
+
+    def __init__(self, shapes: PrivateShapes, ids: OpaqueIds, public_text: str = "") -> None:
+        self.ids = ids
+        self.id_patterns = {sid: _bounded(sid) for sid in shapes.ids}
+        values = shapes.distinctive_values(public_text)
+        self.value_patterns = {v: re.compile(rf"(?<![\w.]){v}(?![\w]|\.\d)") for v in sorted(values)}
+        self.value_owner = {
+            v: sorted(ids.opaque(sid) for sid, vs in shapes.values.items() if v in vs) for v in values
+        }
+
+    @property
+    def active(self) -> bool:
+        return bool(self.id_patterns)
+
+    def scan(self, text: str, where: str) -> list[str]:
+        findings = [
+            f"private shape id of {self.ids.opaque(sid)} in {where}"
+            for sid, pattern in self.id_patterns.items()
+            if pattern.search(text)
+        ]
+        for value, pattern in self.value_patterns.items():
+            for match in pattern.finditer(text):
+                if COUNTER_KEY.search(text[max(0, match.start() - 60) : match.start()]):
+                    continue
+                owners = ", ".join(self.value_owner[value])
+                findings.append(f"a private shape value of {owners} in {where}")
+                break
+        return findings
+
+    # ---- what to scan ---------------------------------------------------------------------------
+    def scan_files(self, root: Path, skip: Iterable[Path] = ()) -> list[str]:
+        """Every regular file under `root` (symlinks not followed; `.git` directories are scanned as git
+        objects instead)."""
+        skipped = {Path(p).resolve() for p in skip}
+        findings: list[str] = []
+        for dirpath, dirnames, filenames in os.walk(root):
+            dirnames[:] = [
+                d for d in dirnames if d != ".git" and (Path(dirpath) / d).resolve() not in skipped
+            ]
+            for name in filenames:
+                path = Path(dirpath) / name
+                if path.is_symlink() or not path.is_file() or name == ".git":
+                    continue
+                text = path.read_bytes().decode("utf-8", errors="replace")
+                findings += self.scan(text, str(path.relative_to(root)))
+        return findings
+
+    def scan_git_objects(self, repo_dir: Path, objects: Iterable[str] | None = None) -> list[str]:
+        """Every object of the repository (all branches, worktrees, unreachable ones too) or the given
+        ones: blob contents, commit and tag messages, tree entry names."""
+        if objects is None:
+            listing = _git(repo_dir, "cat-file", "--batch-all-objects", "--batch-check=%(objectname)")
+            objects = listing.decode().split()
+        names = list(objects)
+        if not names:
+            return []
+        out = subprocess.run(
+            ["git", "-C", str(repo_dir), "cat-file", "--batch"],
+            input=("\n".join(names) + "\n").encode(),
+            capture_output=True,
+            check=True,
+        ).stdout
+        findings: list[str] = []
+        pos = 0
+        while pos < len(out):
+            header_end = out.index(b"\n", pos)
+            sha, kind, size = out[pos:header_end].decode().split()
+            body = out[header_end + 1 : header_end + 1 + int(size)]
+            pos = header_end + 1 + int(size) + 1
+            text = _tree_names(body) if kind == "tree" else body.decode("utf-8", errors="replace")
+            findings += self.scan(text, f"git {kind} {sha[:12]}")
+        return findings
+
+    def scan_commit(self, repo_dir: Path, sha: str) -> list[str]:
+        """The objects one new commit introduced (its message, trees and blobs not in its parents)."""
+        parents = _git(repo_dir, "rev-list", "--parents", "-n", "1", sha).decode().split()[1:]
+        listing = _git(repo_dir, "rev-list", "--objects", sha, *(f"^{p}" for p in parents)).decode()
+        return self.scan_git_objects(repo_dir, [line.split()[0] for line in listing.splitlines() if line])
+
+
+def _git(repo_dir: Path, *args: str) -> bytes:
+    return subprocess.run(["git", "-C", str(repo_dir), *args], capture_output=True, check=True).stdout
+
+
+def _tree_names(body: bytes) -> str:
+    """The entry names of a raw tree object (mode SP name NUL 20-byte sha, repeated)."""
+    names: list[str] = []
+    pos = 0
+    while pos < len(body):
+        nul = body.index(b"\0", pos)
+        names.append(body[pos:nul].split(b" ", 1)[1].decode("utf-8", errors="replace"))
+        pos = nul + 21
+    return "\n".join(names)
+
+
+def public_operator_text(root: Path) -> str:
+    """What the workspace's public operator files say (numbers there are public, never a leak)."""
+    op = Path(root) / "op"
+    return "\n".join(
+        p.read_text(errors="replace") for p in sorted(op.glob("*")) if p.is_file() and p.name != ".gitkeep"
+    )
+
+
+def audit_campaign(ws_root: Path, scanner: LeakScanner) -> list[str]:
+    """The final privacy check: every git object, every file of the workspace (worktrees, results,
+    records, transcripts and the prompts they hold, the report); findings deduplicated, in order."""
+    findings = scanner.scan_git_objects(ws_root) + scanner.scan_files(ws_root)
+    return list(dict.fromkeys(findings))
+
+
+def private_dir(workspace: Path, campaign: str) -> Path:
+    """The campaign's private directory beside the checkpoints (outside the workspace, 0700)."""
+    return Path(workspace).resolve() / "checkpoints" / f"{campaign}.private"
+
+
+def campaign_privacy(workspace: Path, campaign: str, op_dir: Path) -> tuple[OpaqueIds, LeakScanner] | None:
+    """The campaign's opaque ids and scanner when its operator has private shapes, else None."""
+    shapes = PrivateShapes.of_operator(op_dir)
+    if not shapes.ids:
+        return None
+    ids = OpaqueIds.load_or_create(private_dir(workspace, campaign) / IDS_FILE, shapes.ids)
+    ws_root = Path(workspace).resolve() / campaign
+    return ids, LeakScanner(shapes, ids, public_operator_text(ws_root))
+
+
+def agent_sandbox(
+    workspace: Path, ws_root: Path, op_dir: Path, worktree: Path, mode: str = "auto"
+) -> AgentSandbox:
+    """The isolation of an agent working in `worktree`: the worktree writable, and hidden whatever of the
+    campaign it must not read — the checkpoints (ids mapping, the deriver's scratch), results, ledger,
+    report, transcripts, the other episodes' worktrees and the operator's own directory."""
+    root = Path(ws_root).resolve()
+    worktree = Path(worktree).resolve()
+    hidden = [
+        Path(workspace).resolve() / "checkpoints",
+        Path(op_dir).resolve(),
+        *(root / name for name in ("results", "records", "report", "transcripts", "submission.json")),
+    ]
+    episodes = root / "episodes"
+    if episodes.is_dir():
+        hidden += [p for p in episodes.iterdir() if p.resolve() != worktree]
+    hidden = [h for h in hidden if not worktree.is_relative_to(h)]
+    return AgentSandbox(writable=(worktree,), hidden=tuple(hidden), mode=mode)  # type: ignore[arg-type]
