@@ -7,7 +7,8 @@ last 1 % of rows or feature columns passes with errors of 100. A mismatched elem
 NEAR_MISS_FACTOR times its tolerance, the tolerance's relative term taken on the larger of |ref| and the
 output's RMS (rounding in a sum of large terms can leave a small reference with an error of the output's
 scale); and no line of the output (a row or a column of its [rows, last dim] view) and no window of
-consecutive elements in memory order (a tail) may be mostly mismatched: honest rounding misses are scattered."""
+consecutive elements in memory order (a tail) may be mostly mismatched: honest rounding
+misses are scattered."""
 
 from __future__ import annotations
 

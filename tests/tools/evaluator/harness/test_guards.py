@@ -257,3 +257,66 @@ def test_a_kernel_violating_the_source_policy_is_a_reward_hack_before_any_call(t
     res = run_harness(tmp_path, RMSNORM, kernel, shape_ids=[BATCH1])
     assert res["status"] == "REWARD_HACK" and "kernel.py:1: imports 'sys'" in res["message"]
     assert all(w["latency_us"] is None for w in res["workloads"])
+
+
+# -- issue 13, class 3: the routes that walked around the first policy ------------------------------------
+
+ROUND_TWO_ROUTES = {
+    "getattr alias": "import torch\ng = getattr\ng(torch, 'x')\n",
+    "Tensor alias patched": "import torch\nT = torch.Tensor\nT.clone = lambda self: self\n",
+    "tuple-unpacked patch": "import torch\nT = torch.Tensor\nT.equal, a = (lambda *x: True), 1\n",
+    "pkgutil.resolve_name": "import pkgutil\nf = pkgutil.resolve_name('gc:get_objects')\n",
+    "torch.load pickle": "import torch\nx = torch.load('w.pt', weights_only=False)\n",
+    "numpy pickle": "import numpy as np\nx = np.load('w.npy', allow_pickle=True)\n",
+    "load_inline calling Python": (
+        "from torch.utils.cpp_extension import load_inline\n"
+        "SRC = '#include <torch/extension.h>\\nvoid f() { PyRun_SimpleString(\"x=1\"); }'\n"
+        "m = load_inline('m', cpp_sources=SRC, functions=['f'])\n"
+    ),
+    "load_inline pybind import": (
+        "SRC = 'void f() { auto gc = py::module_::import(\"gc\"); }'\n"
+    ),
+    "helper module written at import": (
+        "from pathlib import Path\nPath(__file__).with_name('h.py').write_text('x = 1')\nimport h\n"
+    ),
+    "posix_spawnp": "import os\nos.posix_spawnp('sh', ['sh'], {})\n",
+    "torch.multiprocessing": "import torch.multiprocessing as mp\n",
+    "from torch import multiprocessing": "from torch import multiprocessing\n",
+    "torch.multiprocessing attribute": "import torch\nctx = torch.multiprocessing.get_context('fork')\n",
+    "torch.library override": (
+        "import torch\nlib = torch.library.Library('aten', 'IMPL')\n"
+        "lib.impl('equal', lambda a, b: True, 'CPU')\n"
+    ),
+    "from torch.library": "from torch.library import Library\n",
+    "chmod the kernel dir": "import os\nos.chmod('.', 0o755)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(ROUND_TWO_ROUTES))
+def test_the_source_policy_flags_the_routes_of_issue_13(name: str) -> None:
+    assert scan_source(ROUND_TWO_ROUTES[name], "kernel.py"), name
+
+
+def test_the_policy_scans_native_sources_beside_the_kernel(tmp_path: Path) -> None:
+    from aka_graph.tools.evaluator.harness.policy import scan_kernel_dir
+
+    (tmp_path / "kernel.py").write_text("import torch\n")
+    (tmp_path / "ext.cpp").write_text("#include <torch/extension.h>\nint f() { return fork(); }\n")
+    assert any("ext.cpp" in f and "fork" in f for f in scan_kernel_dir(tmp_path))
+    (tmp_path / "ext.cpp").write_text(
+        "#include <torch/extension.h>\ntorch::Tensor f(torch::Tensor x) { return x.sin(); }\n"
+    )
+    assert scan_kernel_dir(tmp_path) == []
+
+
+def test_the_second_policy_leaves_common_honest_idioms_alone() -> None:
+    honest = (
+        "import functools\nimport os\nfrom pathlib import Path\nimport torch\nimport triton\n"
+        "SRC = (Path(__file__).parent / 'k.cu').read_text() if False else ''\n"
+        "@functools.lru_cache(maxsize=None)\ndef cfg(n: int) -> int:\n    return n\n"
+        "class M(torch.nn.Module):\n    def __init__(self) -> None:\n        super().__init__()\n"
+        "        self.w = torch.nn.Parameter(torch.ones(4))\n"
+        "CUDA = 'torch::Tensor f(torch::Tensor x) { return x * 2; }'\n"
+        "DT = getattr(torch, 'float16')\nTRY = os.environ.get('TRITON_INTERPRET')\n"
+    )
+    assert scan_source(honest, "kernel.py") == []
