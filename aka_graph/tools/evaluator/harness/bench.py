@@ -1,15 +1,25 @@
 """One workload's timing setup, shared by the worker (candidate) and the parent (reference): rotated
-input/output copies, then CUDA-graph capture (fallback: per-call CUDA events) or host timing on CPU."""
+input/output copies, then CUDA-graph capture (fallback: per-call CUDA events) or host timing on CPU.
+
+Memory: the copies only defeat the L2, so they are sized against what is free (memory.py) and never
+beyond it; when a new workload's bench does not fit, benches of earlier workloads are *parked* (their
+first inputs kept on the host, everything else freed) and rebuilt when used again. Expanded (stride-0)
+inputs keep their layout in every copy, and only their compact base is ever written.
+"""
 
 from __future__ import annotations
 
+import itertools
 import time
+import weakref
 from typing import Any
 
 import torch
 
 from .inputs import random_poison_
-from .runner import KernelRunner, clone_values
+from .memory import affordable_copies, spare_bytes
+from .rng import heal_after_failed_capture
+from .runner import KernelRunner, clone_values, writable
 from .timing import (
     MAX_COPIES,
     GraphTimer,
@@ -24,6 +34,64 @@ from .timing import (
 )
 
 FALLBACK_COPIES = 32  # the CUDA-event fallback times 30 calls, each after an L2 flush
+_LIVE: list[weakref.ref[Bench]] = []  # this process's benches, for parking the least recently used
+_CLOCK = itertools.count()
+
+
+def value_bytes(values: list[Any]) -> int:
+    """Bytes a copy of `values` takes (an expanded tensor takes only its compact base)."""
+    return sum(
+        writable(v).numel() * v.element_size() for v in values if isinstance(v, torch.Tensor) and v.numel()
+    )
+
+
+def _to_host(values: list[Any]) -> list[Any]:
+    return [(writable(v).cpu(), tuple(v.shape)) if isinstance(v, torch.Tensor) else v for v in values]
+
+
+def _to_device(parked: list[Any], device: torch.device) -> list[Any]:
+    out = []
+    for v in parked:
+        if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], torch.Tensor):
+            base, shape = v
+            t = base.to(device)
+            out.append(t.expand(shape) if tuple(t.shape) != shape else t)
+        else:
+            out.append(v)
+    return out
+
+
+def _replicate(first: list[Any], n: int) -> list[list[Any]]:
+    """`first` and n-1 copies (timing.replicate) made of each input's compact base, so an expanded
+    (stride-0) input stays expanded, and small, in every copy."""
+    bases = [writable(v) if isinstance(v, torch.Tensor) else v for v in first]
+    copies = replicate(bases, n)
+    expand = [
+        tuple(v.shape) if isinstance(v, torch.Tensor) and tuple(v.shape) != tuple(b.shape) else None
+        for v, b in zip(first, bases, strict=True)
+    ]
+    return [first] + [
+        [b.expand(shape) if shape is not None else b for b, shape in zip(copy, expand, strict=True)]
+        for copy in copies[1:]
+    ]
+
+
+def _make_room(device: torch.device, need: int, keep: Bench) -> int:
+    """Park the least recently used other benches until `need` bytes are spare (or none are left);
+    the spare bytes then."""
+    spare = spare_bytes(device)
+    if spare >= need:
+        return spare
+    others = sorted(
+        (b for ref in _LIVE if (b := ref()) is not None and b is not keep and b.resident),
+        key=lambda b: b.used,
+    )
+    for bench in others:
+        bench.park()
+        spare = spare_bytes(device)
+        if spare >= need:
+            break
+    return spare
 
 
 class Bench:
@@ -35,29 +103,48 @@ class Bench:
         l2_bytes: int,
         max_copies: int = MAX_COPIES,
     ) -> None:
-        self.runner, self.device, self.l2_bytes = runner, device, l2_bytes
-        nbytes = sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor))
-        nbytes += sum(
+        self.runner, self.device, self.l2_bytes, self.max_copies = runner, device, l2_bytes, max_copies
+        self.violations: list[str] = []
+        self.parked: list[Any] | None = None
+        self.used = next(_CLOCK)
+        _LIVE[:] = [r for r in _LIVE if r() is not None]
+        _LIVE.append(weakref.ref(self))
+        self._setup(first)
+
+    @property
+    def resident(self) -> bool:
+        return self.parked is None and self.device.type == "cuda"
+
+    def _setup(self, first: list[Any]) -> None:
+        runner, device = self.runner, self.device
+        out_bytes = sum(
             torch.Size(s).numel() * torch.empty(0, dtype=d).element_size() for s, d in runner.out_specs
         )
+        nbytes = value_bytes(first) + out_bytes
         on_gpu = device.type == "cuda"
         self.copies = [first]
         self.outs = [runner.alloc_outputs() if runner.dps else None]
         self.produced: dict[int, Any] = {}
-        self.violations: list[str] = []
         self.notes: list[str] = []
         self.graph: GraphTimer | None = None
         self.pristine: list[list[Any]] = []
         self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
         if not on_gpu:
-            self.pristine = [clone_values(c) for c in self.copies]
+            self.pristine = [clone_values([writable(v) if isinstance(v, torch.Tensor) else v for v in first])]
             t0 = time.perf_counter()
             self.call(0)
             self.first_s = time.perf_counter() - t0
             return
         est = estimate_us(self.call, 1)
-        n = rotation_copies(nbytes, l2_bytes, est, max_copies)
-        self.copies = replicate(first, n)
+        wanted = rotation_copies(nbytes, self.l2_bytes, est, self.max_copies)
+        spare = _make_room(device, (wanted - 1) * nbytes, self) if wanted > 1 else 0
+        n = affordable_copies(nbytes, wanted, spare)
+        if n < wanted:
+            self.notes.append(
+                f"{n} of {wanted} rotated copies (limited by free memory): a pass over them is "
+                f"{n * nbytes / 2**20:.0f} MiB, the L2 {self.l2_bytes / 2**20:.0f} MiB"
+            )
+        self.copies = _replicate(first, n)
         # fresh poisoned outputs: copy 0's hold the estimate's answers
         self.outs = replicate(runner.alloc_outputs(), n) if runner.dps else [None] * n
         calls, self.replays = capture_plan(est, n)
@@ -65,17 +152,35 @@ class Bench:
         try:
             graph.capture()
         except Exception as exc:  # not capturable: the tagged CUDA-event fallback
+            heal_after_failed_capture(device)  # the default generator may be left in capture mode
             torch.cuda.synchronize()
             self.notes.append(f"not capturable, CUDA-event fallback: {type(exc).__name__}: {exc}"[:500])
             keep = min(n, FALLBACK_COPIES)  # per-call L2 flush there: a few copies suffice
             self.copies, self.outs = self.copies[:keep], self.outs[:keep]
-            self.pristine = [clone_values(c) for c in self.copies]
+            self.pristine = [clone_values([writable(v) for v in c]) for c in self.copies]
             return
         self.graph = graph
         self.calls_per_sample = calls
         problem = judge_capture(graph.kernel_nodes, calls)
-        if problem:
+        if problem and problem not in self.violations:
             self.violations.append(problem)
+
+    def park(self) -> None:
+        """Free this bench's device memory, keeping its first inputs on the host to rebuild it."""
+        if self.parked is not None:
+            return
+        self.parked = _to_host(self.copies[0])
+        self.copies, self.outs, self.produced, self.pristine = [], [], {}, []
+        self.graph = None
+        if self.device.type == "cuda":
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
+
+    def _ensure(self) -> None:
+        self.used = next(_CLOCK)
+        if self.parked is not None:
+            first, self.parked = _to_device(self.parked, self.device), None
+            self._setup(first)
 
     def call(self, k: int) -> Any:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
@@ -84,17 +189,27 @@ class Bench:
     def perturb(self, i: int) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values
         (or on pointers) cannot skip the work while it is being timed. Graph replays need no such thing:
-        Python-level caches do not run during a replay, and re-validation catches device-level ones."""
+        Python-level caches do not run during a replay, and re-validation catches device-level ones.
+        Only an input's compact base is written (an expanded input's elements share memory)."""
         k = i % len(self.copies)
         factor = 1.0 + (i + 1) * 2.0**-6
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():
-                shift = ((i + 1) * 7919) % t.numel()  # every position sees another value, at another scale
-                t.copy_(p.reshape(-1).roll(shift).reshape(p.shape)).mul_(factor)
+                base = writable(t)
+                shift = ((i + 1) * 7919) % base.numel()  # every position sees another value, at another scale
+                base.copy_(p.reshape(-1).roll(shift).reshape(p.shape)).mul_(factor)
         for t in self.outs[k] or []:  # and outputs that are neither NaN nor the last answer
             random_poison_(t)
 
+    def write_inputs(self, k: int, values: list[Any]) -> None:
+        """Fresh values into copy k's input buffers (re-validation), through each compact base."""
+        self._ensure()
+        for buf, val in zip(self.copies[k], values, strict=True):
+            if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor):
+                writable(buf).copy_(writable(val) if val.shape == buf.shape else val)
+
     def measure(self) -> Timing:
+        self._ensure()
         n = len(self.copies)
         if self.device.type != "cuda":
             timing = time_host(self.call, n, self.first_s, prepare=self.perturb)
@@ -109,6 +224,7 @@ class Bench:
         """`reps` more samples' worth of the timed invocation, back to back, as they were timed: graph
         replays, or (host / CUDA-event fallback) the untimed perturbation then the call; part="prepare"
         does only the perturbations, which the parent subtracts (it times requests; see plausibility)."""
+        self._ensure()
         if self.graph is not None:
             for _ in range(reps):
                 self.graph.graph.replay()
@@ -124,19 +240,22 @@ class Bench:
     @property
     def last(self) -> int:
         """A copy the timed invocation really uses (a graph of fewer calls than copies skips some)."""
+        self._ensure()
         if self.graph is not None:
             return (self.graph.calls - 1) % len(self.copies)
         return len(self.copies) - 1
 
     def poison_outputs(self, k: int) -> None:
         """Random finite garbage (not NaN) into copy k's outputs before the re-validation replay."""
+        self._ensure()
         targets = self.outs[k] if self.runner.dps else (self.graph.outputs.get(k) if self.graph else None)
         for t in targets or []:
             if type(t) is torch.Tensor:
-                random_poison_(t)
+                random_poison_(writable(t))
 
     def replay(self, k: int) -> list[Any]:
         """Run the timed invocation once more (the graph itself when captured); copy k's outputs."""
+        self._ensure()
         if self.device.type == "cuda":
             torch.cuda.synchronize()
         if self.graph is not None:

@@ -15,6 +15,7 @@ from typing import Any
 import torch
 
 from .opmodel import Operator, OperatorError, TensorSpec, Workload
+from .rng import seeded
 from .safetensors_io import load_tensor
 
 DTYPES: dict[str, torch.dtype] = {
@@ -39,25 +40,40 @@ DTYPES: dict[str, torch.dtype] = {
     "int32": torch.int32,
     "int64": torch.int64,
 }
+FP4X2 = getattr(torch, "float4_e2m1fn_x2", None)  # packed fp4 pairs (torch >= 2.8)
+if FP4X2 is not None:
+    DTYPES["float4_e2m1fn_x2"] = FP4X2
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
+# Random floats are drawn in float32 and cast; past this many elements they are drawn in row chunks so
+# the float32 temporary stays small (a 14 GiB bf16 expert weight must not need a 28 GiB temporary).
+CHUNK_ELEMENTS = 1 << 26
 
 
 def dtype_of(name: str) -> torch.dtype:
     try:
         return DTYPES[name]
     except KeyError:
-        raise OperatorError(f"unknown dtype {name!r}; use one of {sorted(DTYPES)}") from None
+        raise OperatorError(
+            f"dtype {name!r} is not supported by this torch ({torch.__version__}); "
+            f"supported: {sorted(DTYPES)}"
+        ) from None
 
 
 def shape_of(spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...]:
+    """Concrete sizes: an entry is an int literal (or a string of digits) or an axis name."""
     dims = []
     for dim in spec.shape or ():
         if isinstance(dim, int):
             dims.append(dim)
         elif dim in axes:
             dims.append(axes[dim])
+        elif isinstance(dim, str) and dim.strip().isdigit():
+            dims.append(int(dim))
         else:
-            raise OperatorError(f"{spec.name}: shape uses axis {dim!r} that the definition does not declare")
+            raise OperatorError(
+                f"{spec.name}: shape uses axis {dim!r} that the definition does not declare; declare it "
+                "in 'axes' or write an integer size"
+            )
     return tuple(dims)
 
 
@@ -86,6 +102,35 @@ def name_rule(name: str, ndim: int, op_is_norm: bool) -> str:
     return "randn"
 
 
+def _transform(x: torch.Tensor, rule: str, scale: float, fan_in: int) -> torch.Tensor:
+    """The name rule applied to float32 randn values (elementwise, or row-wise for softmax)."""
+    if rule == "ones":
+        return torch.ones_like(x)
+    if rule == "zeros":
+        return torch.zeros_like(x)
+    if rule == "fan_in":
+        return x * scale / math.sqrt(max(fan_in, 1))
+    if rule in ("cos", "sin"):
+        return (
+            torch.cos(x.clamp(-math.pi, math.pi)) if rule == "cos" else torch.sin(x.clamp(-math.pi, math.pi))
+        )
+    if rule == "positive":
+        return x.abs() * scale + 0.1
+    if rule == "softmax":
+        return torch.softmax(x, dim=-1) if x.ndim else torch.ones_like(x)
+    return x * scale
+
+
+def _to_fp4x2(x: torch.Tensor) -> torch.Tensor:
+    """float32 values -> packed fp4 e2m1 pairs (SOL: randn quantised to the nearest fp4 value, two
+    nibbles a byte, the even column in the low nibble)."""
+    levels = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], device=x.device)
+    code = (x.abs().unsqueeze(-1) - levels).abs().argmin(-1).to(torch.uint8)
+    code = code | ((x < 0).to(torch.uint8) << 3)
+    packed = code[..., ::2] | (code[..., 1::2] << 4)
+    return packed.view(FP4X2)
+
+
 def _random_tensor(
     name: str,
     shape: tuple[int, ...],
@@ -101,38 +146,60 @@ def _random_tensor(
         return torch.randint(-128, 128, shape, generator=gen, device=device, dtype=torch.int8)
     if dtype == torch.uint8:
         return torch.randint(0, 256, shape, generator=gen, device=device, dtype=torch.uint8)
+    if FP4X2 is not None and dtype == FP4X2:
+        logical = (*shape[:-1], shape[-1] * 2) if shape else (2,)
+        packed = _to_fp4x2(torch.randn(logical, generator=gen, device=device) * scale)
+        return packed.reshape(shape)
     if not dtype.is_floating_point:
         return torch.randint(-1024, 1024, shape, generator=gen, device=device, dtype=dtype)
     rule = name_rule(name, len(shape), op_is_norm)
     if scale != 1.0 and rule in ("ones", "zeros"):
         rule = "randn"  # the extra-scale seed: a kernel that ignores a norm weight must fail
-    x = torch.randn(shape, generator=gen, device=device, dtype=torch.float32)
-    if rule == "ones":
-        x = torch.ones_like(x)
-    elif rule == "zeros":
-        x = torch.zeros_like(x)
-    elif rule == "fan_in":
-        x = x * scale / math.sqrt(max(shape[-1], 1))
-    elif rule in ("cos", "sin"):
-        x = torch.cos(x.clamp(-math.pi, math.pi)) if rule == "cos" else torch.sin(x.clamp(-math.pi, math.pi))
-    elif rule == "positive":
-        x = x.abs() * scale + 0.1
-    elif rule == "softmax":
-        x = torch.softmax(x, dim=-1) if x.ndim else torch.ones_like(x)
-    elif rule == "causal_mask" and len(shape) >= 2 and shape[-1] == shape[-2]:
+    if rule == "causal_mask" and len(shape) >= 2 and shape[-1] == shape[-2]:
         keep = torch.ones(shape[-2:], dtype=torch.bool, device=device).tril().expand(shape)
-        x = torch.zeros_like(x).masked_fill(~keep, float("-inf"))
-    else:
-        x = x * scale
-    if dtype in FP8:
-        return x.clamp(-2.0, 2.0).to(dtype)
-    return x.to(dtype)
+        return torch.zeros(shape, device=device).masked_fill(~keep, float("-inf")).to(dtype)
+    if rule == "causal_mask":
+        rule = "randn"
+    fan_in = shape[-1] if shape else 1
+    numel = math.prod(shape)
+    out = torch.empty(shape, dtype=dtype, device=device)
+    row = shape[-1] if shape and shape[-1] else 1
+    rows_per_chunk = max(1, CHUNK_ELEMENTS // row)
+    flat = out.view(-1, row) if numel else out
+    total_rows = numel // row if numel else 0
+    if numel <= CHUNK_ELEMENTS:
+        x = _transform(
+            torch.randn(shape, generator=gen, device=device, dtype=torch.float32), rule, scale, fan_in
+        )
+        return x.clamp(-2.0, 2.0).to(dtype) if dtype in FP8 else x.to(dtype)
+    for start in range(0, total_rows, rows_per_chunk):
+        n = min(rows_per_chunk, total_rows - start)
+        x = _transform(torch.randn((n, row), generator=gen, device=device), rule, scale, fan_in)
+        flat[start : start + n] = x.clamp(-2.0, 2.0).to(dtype) if dtype in FP8 else x.to(dtype)
+    return out
 
 
 def _scalar_value(spec: TensorSpec, value: Any, device: torch.device) -> Any:
     if spec.shape is None:
         return value
     return torch.tensor(value, dtype=dtype_of(spec.dtype), device=device)
+
+
+def _mix_interior_(value: torch.Tensor, other: torch.Tensor) -> bool:
+    """Overwrite the interior of `value` with `other`'s, keeping its edges: rows 1..-2 when there are at
+    least three rows, else elements 1..-2 of each last-dim row, else of the whole tensor. True when that
+    changed a value (False too when the tensor is too small to have an interior)."""
+    if value.ndim >= 2 and value.shape[0] >= 3:
+        dst, src = value[1:-1], other[1:-1]
+    elif value.ndim >= 1 and value.shape[-1] >= 3:
+        dst, src = value[..., 1:-1], other[..., 1:-1]
+    elif value.numel() >= 3 and value.is_contiguous():
+        dst, src = value.view(-1)[1:-1], other.reshape(-1)[1:-1]
+    else:
+        return False
+    changed = not torch.equal(dst, src)
+    dst.copy_(src)
+    return changed
 
 
 class InputFactory:
@@ -146,19 +213,22 @@ class InputFactory:
         self.op_is_norm = "norm" in (op.name + " " + op.op_type).lower()
 
     def make(self, wl: Workload, seed: int, scale: float, mix_seed: int | None = None) -> list[Any]:
-        """Inputs for (seed, scale). With `mix_seed`, the interior rows (dim 0, all but the first and
-        last) of every random input come from `mix_seed`: an input that equals an earlier one at its
-        edges but not inside, which a cache keyed on a few (edge) values answers wrongly."""
+        """Inputs for (seed, scale). With `mix_seed`, the interior (rows 1..-2 of dim 0, or of the last
+        dim when there are fewer than three rows) of every random input comes from `mix_seed`: an input
+        that equals an earlier one at its edges but not inside, which a cache keyed on a few (edge) values
+        answers wrongly. Where no random input has an interior (or nothing changed), the mixed seed's
+        inputs are wholly `mix_seed`'s: every seed differs from every other."""
         values = self._make(wl, seed, scale)
         if mix_seed is None or self.op.kind == "native":
             return values
         other = self._make(wl, mix_seed, scale)
+        changed = False
         for i, spec in enumerate(self.op.inputs):
             v = values[i]
             kind = wl.descriptors.get(spec.name, {}).get("type", "random")
-            if kind == "random" and isinstance(v, torch.Tensor) and v.ndim >= 2 and v.shape[0] >= 3:
-                v[1:-1] = other[i][1:-1]
-        return values
+            if kind == "random" and isinstance(v, torch.Tensor) and v.numel():
+                changed = _mix_interior_(v, other[i]) or changed
+        return values if changed else other
 
     def _make(self, wl: Workload, seed: int, scale: float) -> list[Any]:
         if self.op.kind == "native":
@@ -172,56 +242,81 @@ class InputFactory:
             kind = desc.get("type", "random")
             if kind == "scalar":
                 values.append(_scalar_value(spec, desc.get("value"), self.device))
-            elif kind == "custom":
+            elif self.op.custom_inputs_entrypoint and kind in ("custom", "random"):
+                # SOL: with an entry point, every input comes from it (a 'random' one only if it lacks it)
                 if custom is None:
                     custom = self._custom(wl, seed)
-                if spec.name not in custom:
+                if spec.name in custom:
+                    values.append(custom[spec.name])
+                elif kind == "random":
+                    values.append(self._random(spec, wl, gen, scale))
+                else:
                     raise OperatorError(
-                        f"{self.op.directory}/definition.json: custom_inputs_entrypoint "
-                        f"returned no {spec.name!r} (got {sorted(custom)})"
+                        f"{self.op.directory}/definition.json: {self.op.custom_inputs_entrypoint} "
+                        f"returned no {spec.name!r} (got {sorted(custom)}); it must return every input"
                     )
-                values.append(custom[spec.name])
             elif kind == "safetensors":
-                values.append(load_tensor(self.op.directory, desc, spec.name).to(self.device))
+                values.append(self._blob(spec, wl, desc))
             else:
-                dtype = dtype_of(spec.dtype)
-                shape = () if spec.shape is None else shape_of(spec, wl.axes)
-                t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, self.op_is_norm)
-                values.append(t.item() if spec.shape is None else t)
+                values.append(self._random(spec, wl, gen, scale))
         return values
 
-    def _custom(self, wl: Workload, seed: int) -> dict[str, Any]:
-        fn = getattr(self.reference_module, self.op.custom_inputs_entrypoint or "", None)
-        if fn is None:
+    def _random(self, spec: TensorSpec, wl: Workload, gen: torch.Generator, scale: float) -> Any:
+        dtype = dtype_of(spec.dtype)
+        shape = () if spec.shape is None else shape_of(spec, wl.axes)
+        t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, self.op_is_norm)
+        return t.item() if spec.shape is None else t
+
+    def _blob(self, spec: TensorSpec, wl: Workload, desc: dict[str, Any]) -> torch.Tensor:
+        t = load_tensor(self.op, desc, spec.name)
+        want = None if spec.shape is None else shape_of(spec, wl.axes)
+        if want is not None and tuple(t.shape) != want:
             raise OperatorError(
-                f"{self.op.directory}/definition.json: reference defines no "
-                f"{self.op.custom_inputs_entrypoint!r} (custom_inputs_entrypoint)"
+                f"safetensors input {spec.name!r} ({desc.get('path')}) has shape {tuple(t.shape)}, "
+                f"workload {wl.id} expects {want}"
             )
+        return t.to(device=self.device, dtype=dtype_of(spec.dtype))
+
+    def _custom(self, wl: Workload, seed: int) -> dict[str, Any]:
+        name = self.op.custom_inputs_entrypoint or ""
+        where = f"{self.op.directory}/definition.json: {name}"
+        fn = getattr(self.reference_module, name, None)
+        if fn is None:
+            raise OperatorError(f"{where}: the reference defines no such function (custom_inputs_entrypoint)")
         scalars = {
             s.name: d.get("value")
             for s in self.op.inputs
             if (d := wl.descriptors.get(s.name, {})).get("type") == "scalar"
         }
-        torch.manual_seed(seed)
-        out = fn({**wl.axes, **scalars}, self.device)
+        with seeded(seed, self.device):  # a private generator state: never a capture's (see rng.py)
+            out = fn({**wl.axes, **scalars}, self.device)
         if not isinstance(out, dict):
             raise OperatorError(
-                f"{self.op.directory}/definition.json: {self.op.custom_inputs_entrypoint} "
-                "must return a dict of input name -> tensor"
+                f"{where} must return a dict of input name -> tensor, not {type(out).__name__}"
             )
+        for spec in self.op.inputs:
+            value = out.get(spec.name)
+            if spec.shape is None or value is None:
+                continue
+            want = shape_of(spec, wl.axes)
+            if not isinstance(value, torch.Tensor) or tuple(value.shape) != want:
+                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
+                raise OperatorError(
+                    f"{where} returned {spec.name!r} as {got}; workload {wl.id} expects {want}"
+                )
         return out
 
     def _native(self, wl: Workload, seed: int) -> list[Any]:
         make = getattr(self.input_module, "_make_inputs", None)
         if make is None:
             raise OperatorError(f"{self.op.directory}/input.py: defines no _make_inputs(**kwargs)")
-        torch.manual_seed(seed)
         kwargs = dict(wl.input_kwargs)
         import inspect
 
         if "device" in inspect.signature(make).parameters:
             kwargs["device"] = self.device
-        out = make(**kwargs)
+        with seeded(seed, self.device):
+            out = make(**kwargs)
         if isinstance(out, dict):
             out = list(out.values())
         elif isinstance(out, torch.Tensor):

@@ -7,6 +7,13 @@ from pathlib import Path
 from typing import Any, Literal
 
 HIDDEN_FILES = ("metadata.json", "roofline.json")
+# Every dtype name an operator may use (SOL's list plus common aliases); torch-free so the coordinator can
+# validate an operator without importing torch. `inputs.DTYPES` maps them to torch dtypes.
+DTYPE_NAMES = (
+    "float64", "fp64", "float32", "float", "fp32", "float16", "half", "fp16", "bfloat16", "bf16",
+    "float8_e4m3fn", "float8_e5m2", "fp8_e4m3", "fp8_e5m2", "float4_e2m1fn_x2",
+    "bool", "int8", "uint8", "int16", "int32", "int64",
+)  # fmt: skip
 
 
 class OperatorError(ValueError):
@@ -55,6 +62,7 @@ class Operator:
     outputs: list[TensorSpec] = field(default_factory=list)
     reference_source: str = ""
     custom_inputs_entrypoint: str | None = None
+    blob_root: Path | None = None  # where relative safetensors paths resolve (FlashInfer-Bench blobs)
 
     def select(self, shape_ids: list[str] | None) -> list[Workload]:
         if not shape_ids:

@@ -1,15 +1,24 @@
-"""A minimal safetensors reader (header JSON + raw bytes) so the harness needs no extra package."""
+"""safetensors inputs: where a workload's blob lives (`--blob-root`), and a minimal reader (header JSON +
+raw bytes) so the harness needs no extra package.
+
+FlashInfer-Bench workloads name their blobs relative to the dataset root (or by an absolute path on the
+machine that recorded them); the blobs are not shipped with a problem. A missing blob is a user error that
+names the file, the input and the flag that supplies the root.
+"""
 
 from __future__ import annotations
 
 import json
+import os
 import struct
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from .opmodel import OperatorError
+from .opmodel import Operator, OperatorError, Workload
+
+BLOB_ROOT_ENV = "AKA_HARNESS_BLOB_ROOT"  # how the parent hands --blob-root to the workers it spawns
 
 _ST_DTYPES = {
     "F32": torch.float32,
@@ -27,26 +36,94 @@ _ST_DTYPES = {
 }
 
 
-def load_tensor(op_dir: Path, desc: dict[str, Any], input_name: str) -> torch.Tensor:
-    rel = desc.get("path")
-    if not rel:
-        raise OperatorError(f"{op_dir}/workload.jsonl: safetensors input {input_name!r} has no 'path'")
-    path = (op_dir / rel) if not Path(rel).is_absolute() else Path(rel)
-    if not path.is_file():
+def blob_root(op: Operator) -> Path | None:
+    if op.blob_root is not None:
+        return op.blob_root
+    env = os.environ.get(BLOB_ROOT_ENV)
+    return Path(env) if env else None
+
+
+def candidates(op: Operator, rel: str) -> list[Path]:
+    """Where a descriptor's `path` may be, in order: under the blob root (as given, then without a
+    leading '/'), as given, then beside the operator's files."""
+    path = Path(rel)
+    root = blob_root(op)
+    found = []
+    if root is not None:
+        found.append(root / rel.lstrip("/"))
+        if path.is_absolute():
+            found.append(root / path.name)
+    found.append(path if path.is_absolute() else op.directory / path)
+    return found
+
+
+def resolve(op: Operator, desc: dict[str, Any]) -> Path | None:
+    return next((p for p in candidates(op, str(desc.get("path") or "")) if p.is_file()), None)
+
+
+def missing_blobs(op: Operator, workloads: list[Workload]) -> str | None:
+    """The user-facing error for the first safetensors input that cannot be found, else None."""
+    missing = [
+        (wl.id, name, str(desc.get("path")))
+        for wl in workloads
+        for name, desc in wl.descriptors.items()
+        if desc.get("type") == "safetensors" and resolve(op, desc) is None
+    ]
+    if not missing:
+        return None
+    wl_id, name, rel = missing[0]
+    root = blob_root(op)
+    where = f"under --blob-root {root}" if root else f"beside {op.directory / 'workload.jsonl'}"
+    return (
+        f"{op.directory / 'workload.jsonl'}: workload {wl_id} reads input {name!r} from the safetensors "
+        f"file {rel}, which is not {where} ({len(missing)} blob reference(s) missing in all). The blobs "
+        "are not shipped with the problem: pass --blob-root DIR, the dataset directory those paths are "
+        "relative to"
+    )
+
+
+def load_tensor(op: Operator, desc: dict[str, Any], input_name: str) -> torch.Tensor:
+    path = resolve(op, desc)
+    if path is None:
         raise OperatorError(
-            f"{path}: safetensors file for input {input_name!r} not found; place it relative to {op_dir}"
+            f"safetensors file {desc.get('path')} for input {input_name!r} not found; pass --blob-root DIR"
         )
     key = desc.get("tensor_key") or desc.get("key") or input_name
     data = path.read_bytes()
-    (hlen,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8 : 8 + hlen])
+    try:
+        (hlen,) = struct.unpack("<Q", data[:8])
+        header = json.loads(data[8 : 8 + hlen])
+    except (struct.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise OperatorError(f"{path}: not a safetensors file ({exc})") from None
     if key not in header:
         raise OperatorError(
-            f"{path}: no tensor {key!r} (has {sorted(k for k in header if k != '__metadata__')})"
+            f"{path}: no tensor {key!r} (has {sorted(k for k in header if k != '__metadata__')}); "
+            f"fix tensor_key of input {input_name!r}"
         )
     meta = header[key]
+    if meta.get("dtype") not in _ST_DTYPES:
+        raise OperatorError(f"{path}: tensor {key!r} has dtype {meta.get('dtype')!r}, not supported here")
     start, end = meta["data_offsets"]
     raw = bytearray(data[8 + hlen + start : 8 + hlen + end])
     dtype = _ST_DTYPES[meta["dtype"]]
     flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
     return flat.reshape(meta["shape"]).clone()
+
+
+def save_tensors(path: Path, tensors: dict[str, torch.Tensor]) -> None:
+    """Write a safetensors file (tests and fixtures make their blobs with it)."""
+    names = {v: k for k, v in _ST_DTYPES.items()}
+    header: dict[str, Any] = {}
+    chunks, offset = [], 0
+    for key, t in tensors.items():
+        raw = t.detach().contiguous().cpu().reshape(-1).view(torch.uint8).numpy().tobytes()
+        header[key] = {
+            "dtype": names[t.dtype],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(raw)],
+        }
+        chunks.append(raw)
+        offset += len(raw)
+    blob = json.dumps(header).encode()
+    blob += b" " * (-len(blob) % 8)
+    path.write_bytes(struct.pack("<Q", len(blob)) + blob + b"".join(chunks))
