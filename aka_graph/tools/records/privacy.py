@@ -322,3 +322,18 @@ def agent_sandbox(
         hidden += [p for p in episodes.iterdir() if p.resolve() != worktree]
     hidden = [h for h in hidden if not worktree.is_relative_to(h)]
     return AgentSandbox(writable=(worktree,), hidden=tuple(hidden), mode=mode)  # type: ignore[arg-type]
+
+
+class PrivateEvaluator:
+    """The campaign's evaluator in production mode: asks the harness to withhold its messages
+    (`--private-shapes`) and hands back only masked results, so nothing downstream can leak a shape."""
+
+    def __init__(self, inner: Any, ids: OpaqueIds) -> None:
+        self.inner = inner
+        self.ids = ids
+
+    def evaluate(self, *args: Any, **kwargs: Any) -> EvaluationResult:
+        return mask_evaluation(self.inner.evaluate(*args, **kwargs, private_shapes=True), self.ids)
+
+    def compare(self, *args: Any, **kwargs: Any) -> Any:
+        return mask_comparison(self.inner.compare(*args, **kwargs, private_shapes=True), self.ids)
