@@ -6,7 +6,9 @@ evaluator hashes the kernel it is given and derives numbers from a header line i
 working directory and reports exact tokens. `make_context` is usable as AKA_GRAPH_CONTEXT_FACTORY, so a
 campaign subprocess (crash tests, `langgraph dev`) gets the same doubles; AKA_FAKE_KILL_AT=node:event:n
 makes the process SIGKILL itself at the n-th such progress event (after that node's side effects);
-AKA_FAKE_AGENT_SLEEP=s makes every agent turn run `sleep s` in its own session (stop tests).
+AKA_FAKE_AGENT_SLEEP=s makes every agent turn run `sleep s` in its own session (stop tests);
+AKA_FAKE_AGENT_LOG=path makes every agent invocation append one JSON line (agent, role, episode, trial,
+tokens charged, pid) to a file outside the checkpoint, so crash tests see what a resumed process re-ran.
 """
 
 from __future__ import annotations
@@ -217,11 +219,28 @@ class FakeAgent:
         name: str = "fake",
         script: dict[str, dict[str, tuple[str, float]]] | None = None,
         forbidden_on: tuple[str, str] | None = None,
+        log: Path | None = None,
     ) -> None:
         self.name = name
         self.script = script or STANDARD_SCRIPT
         self.forbidden_on = forbidden_on
+        self.log = log
         self.runs: list[AgentRun] = []
+
+    def _log(self, run: AgentRun, tokens: TokenUsage) -> None:
+        """One line per invocation, appended before the turn's result is returned (survives a SIGKILL)."""
+        if self.log is None:
+            return
+        line = {
+            "agent": self.name,
+            "role": run.role,
+            "episode": run.labels.get("episode", "?"),
+            "trial": run.labels.get("trial", "1"),
+            "tokens": tokens.total,
+            "pid": os.getpid(),
+        }
+        with open(self.log, "a") as f:
+            f.write(json.dumps(line) + "\n")
 
     def check_ready(self) -> None:
         return None
@@ -234,6 +253,7 @@ class FakeAgent:
             try:
                 on_tokens(TOKENS_PER_TURN)
             except BudgetExceeded as exc:
+                self._log(run, TOKENS_PER_TURN)
                 return AgentResult(
                     exit_code=0,
                     session_id=None,
@@ -276,6 +296,7 @@ class FakeAgent:
         run.transcript_dir.mkdir(parents=True, exist_ok=True)
         transcript = run.transcript_dir / f"{run.role.replace(':', '_')}.log"
         transcript.write_text(text)
+        self._log(run, TOKENS_PER_TURN)
         return AgentResult(
             exit_code=0,
             session_id=f"{run.role}-{episode}-{trial}",
@@ -303,12 +324,13 @@ def make_context(config: CampaignConfig | None = None) -> CampaignContext:
     sandbox = FakeSandbox()
     outages = {int(x) for x in os.environ.get("AKA_FAKE_OUTAGE_ON_EVAL", "").split(",") if x}
     kill = os.environ.get("AKA_FAKE_KILL_AT")
+    log = Path(os.environ["AKA_FAKE_AGENT_LOG"]) if os.environ.get("AKA_FAKE_AGENT_LOG") else None
     reviewers = config.reviewers if config else []
     return CampaignContext(
         sandbox=sandbox,
-        agent=FakeAgent(),
+        agent=FakeAgent(log=log),
         evaluator=FakeEvaluator(sandbox, outages),
-        reviewers={name: FakeAgent(name) for name in reviewers},
+        reviewers={name: FakeAgent(name, log=log) for name in reviewers},
         sleep=lambda _: None,
         on_event=KillSwitch(kill) if kill else None,
     )
