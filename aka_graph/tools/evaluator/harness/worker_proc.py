@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -26,16 +27,28 @@ def _package_root() -> Path:
     return here.parents[PACKAGE.count(".")]
 
 
+# What the worker inherits from the parent's environment (issue 13, class 6): the runtime's own variables,
+# never the caller's (a campaign's AKA_* settings, a virtualenv, an SSH agent, the shell's working
+# directory): nothing there tells the candidate more than it needs to run.
+INHERITED = (
+    *("PATH", "LANG", "LC_", "LD_LIBRARY_PATH", "CUDA_", "NVIDIA_", "TRITON_", "TORCH", "PYTORCH_"),
+    *("HIP_", "ROCM_", "HSA_", "NCCL_", "NVSHMEM_", "CPATH", "LIBRARY_PATH", "CC", "CXX", "OMP_", "MKL_"),
+)
+
+
 def worker_env(device: str, build_dir: Path) -> dict[str, str]:
-    """The worker's environment: fresh build/cache dirs (set on this subprocess only)."""
-    env = dict(os.environ)
+    """The worker's environment: the runtime's variables, fresh build/cache dirs, HOME and TMPDIR in its
+    private build dir (set on this subprocess only)."""
+    env = {k: v for k, v in os.environ.items() if k.startswith(INHERITED) and not k.startswith("AKA")}
     root = str(_package_root())
-    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
     for var, sub in (
         ("TRITON_CACHE_DIR", "triton"),
         ("TORCH_EXTENSIONS_DIR", "torch_extensions"),
         ("TORCHINDUCTOR_CACHE_DIR", "inductor"),
         ("CUDA_CACHE_PATH", "cuda_cache"),
+        ("TMPDIR", "tmp"),
+        ("HOME", "home"),
     ):
         path = build_dir / sub
         path.mkdir(parents=True, exist_ok=True)
@@ -43,8 +56,31 @@ def worker_env(device: str, build_dir: Path) -> dict[str, str]:
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # torch.compile compiles in a pool of subprocesses by default: one thread keeps an honest kernel's
+    # process tree a single process, so any other process is the candidate's own (proctree.py)
+    env["TORCHINDUCTOR_COMPILE_THREADS"] = "1"
     env.setdefault("CUDA_MODULE_LOADING", "LAZY")
     return env
+
+
+def read_only_copy(kernel_dir: Path, dest: Path) -> Path:
+    """The kernel directory as the worker sees it: a copy whose files and directories are read-only, so
+    a candidate cannot add a module beside kernel.py at import time (or rewrite its own source) unless
+    it changes permissions, which the source policy bans; the parent re-hashes it afterwards."""
+    shutil.copytree(kernel_dir, dest, ignore=shutil.ignore_patterns("__pycache__"), symlinks=False)
+    for path in sorted(dest.rglob("*"), reverse=True):
+        path.chmod(0o555 if path.is_dir() else 0o444)
+    dest.chmod(0o555)
+    return dest
+
+
+def remove_tree(path: Path) -> None:
+    """rmtree that first gives back write permission (the read-only kernel copy)."""
+    for sub in [path, *path.rglob("*")] if path.exists() else []:
+        with contextlib.suppress(OSError):
+            if sub.is_dir() and not sub.is_symlink():
+                sub.chmod(0o755)
+    shutil.rmtree(path, ignore_errors=True)
 
 
 class WorkerProcess:
@@ -53,6 +89,10 @@ class WorkerProcess:
         returns what it chose). The channel is attached once the parent knows its device."""
         self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_"))
         self.log_path = self.build_dir / "worker.log"
+        self.source_dir = Path(kernel_dir)
+        self.kernel_dir = self.source_dir
+        if self.source_dir.is_dir():
+            self.kernel_dir = read_only_copy(self.source_dir, self.build_dir / "kernel")
         p2w_r, p2w_w = os.pipe()
         w2p_r, w2p_w = os.pipe()
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the worker
@@ -63,9 +103,9 @@ class WorkerProcess:
                 PACKAGE,
                 "worker",
                 "--op-dir",
-                str(op_dir),
+                str(Path(op_dir).resolve()),
                 "--kernel-dir",
-                str(kernel_dir),
+                str(self.kernel_dir),
                 "--device",
                 device,
                 "--rfd",
@@ -78,8 +118,10 @@ class WorkerProcess:
             stdout=self.log,
             stderr=self.log,
             env=worker_env(device, self.build_dir),
+            cwd=self.build_dir,
             start_new_session=True,
         )
+        self.pid = self.proc.pid
         os.close(p2w_r)
         os.close(w2p_w)
         self.chan: Any = None
@@ -134,9 +176,14 @@ class WorkerProcess:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.log.close()
-        import shutil
+        remove_tree(self.build_dir)
 
-        shutil.rmtree(self.build_dir, ignore_errors=True)
+    def spawned(self) -> list[Any]:
+        """Every process below the worker (zombies included), read from /proc: honest kernels start
+        none that outlive a call."""
+        from .proctree import descendants
+
+        return descendants(self.pid) if self.proc.poll() is None else []
 
 
 def become_subreaper() -> bool:
@@ -150,19 +197,46 @@ def become_subreaper() -> bool:
         return False
 
 
-def _children(pid: int) -> list[int]:
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+def stop_workers(states: list[Any]) -> None:
+    """Find, then kill, every process a candidate started: first each worker's own descendants (zombies
+    included), scanned *before* the worker is killed (a killed worker's children are re-parented and its
+    group kill would hide them), then whatever was re-parented to us as the subreaper (double-forked),
+    repeated until nothing is left. Any such process is a REWARD_HACK, attributed through the worker's
+    tree or its private build dir; it dominates any earlier verdict (it could have rewritten it)."""
+    from .proctree import describe, kill_all, strays
+
+    workers = [ks.worker for ks in states if ks.worker is not None]
+    found: dict[int, list[Any]] = {id(ks): ks.worker.spawned() for ks in states if ks.worker is not None}
+    orphans = strays(known={w.pid for w in workers})
+    for worker in workers:
+        worker.kill()
+    for _ in range(20):  # a stray may fork again while we kill: repeat until none are left
+        for procs in found.values():
+            kill_all(procs)
+        kill_all(orphans)
+        more = strays(known={w.pid for w in workers})
+        if not more:
+            break
+        orphans += [p for p in more if p not in orphans]
+    seen = {p.pid for procs in found.values() for p in procs}
+    for proc in orphans:
+        if proc.pid in seen:  # a worker's child, re-parented to us when the worker died
             continue
-        try:
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[1]) == pid and fields[0] != "Z":
-            found.append(int(entry.name))
-    return found
+        environ = _environ(proc.pid)
+        owners = [ks for ks in states if ks.worker and str(ks.worker.build_dir) in environ] or states
+        for ks in owners:
+            found.setdefault(id(ks), []).append(proc)
+    for ks in states:
+        procs = found.get(id(ks)) or []
+        if procs:
+            ks.alive = False
+            ks.error = (
+                "REWARD_HACK",
+                f"the kernel started processes of its own ({describe(procs)}); candidates must not fork, "
+                "spawn or daemonise: work in another process is work nobody times",
+            )
+    for worker in workers:
+        worker.close()
 
 
 def _environ(pid: int) -> str:
@@ -170,39 +244,3 @@ def _environ(pid: int) -> str:
         return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
     except OSError:
         return ""
-
-
-def kill_strays(known: set[int]) -> list[tuple[int, str]]:
-    """Kill every child of this process that is not a known worker; (pid, its environment) of each."""
-    strays = []
-    for _ in range(20):  # a stray may fork again while we kill: repeat until none are left
-        found = [pid for pid in _children(os.getpid()) if pid not in known]
-        if not found:
-            break
-        for pid in found:
-            strays.append((pid, _environ(pid)))
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            with contextlib.suppress(ChildProcessError):
-                os.waitpid(pid, 0)
-    return strays
-
-
-def stop_workers(states: list[Any]) -> None:
-    """Kill every worker, then every process a candidate left behind (re-parented to us as the
-    subreaper): leaving one is a REWARD_HACK, attributed through the worker's private build dir."""
-    workers = [ks.worker for ks in states if ks.worker is not None]
-    for worker in workers:
-        worker.kill()
-    strays = kill_strays(known=set())
-    for pid, environ in strays:
-        owners = [ks for ks in states if ks.worker and str(ks.worker.build_dir) in environ] or states
-        for ks in owners:  # dominates any earlier verdict: the process could have rewritten it
-            ks.alive = False
-            ks.error = (
-                "REWARD_HACK",
-                f"the kernel left a process running after its calls (pid {pid}); "
-                "candidates must not fork or daemonise",
-            )
-    for worker in workers:
-        worker.close()

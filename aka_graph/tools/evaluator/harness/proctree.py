@@ -1,0 +1,139 @@
+"""The untrusted worker's whole process tree, as the kernel (not the worker) reports it: found, timed,
+killed (issue 13, classes 4 and 5).
+
+A candidate can fork, double-fork (re-parented to the trusted parent, a subreaper), `posix_spawn`, leave
+zombies or move its helpers to another process group. Everything here reads /proc from the trusted
+parent, so nothing the worker says about itself is needed: its descendants (zombies included), their CPU
+time (a helper doing the work is counted), and a kill that scans *before* it kills (a killed worker's
+children are re-parented, and a killed group hides what it held).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from dataclasses import dataclass
+from pathlib import Path
+
+CLOCK_TICKS = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+
+
+@dataclass(frozen=True)
+class Proc:
+    pid: int
+    ppid: int
+    state: str  # "R", "S", "Z" (zombie), ...
+    pgid: int
+    sid: int
+    children_ticks: int  # CPU time of its reaped children (cutime + cstime), clock ticks
+    name: str
+
+
+def read_proc(pid: int) -> Proc | None:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    name = stat[stat.index("(") + 1 : stat.rindex(")")]
+    fields = stat[stat.rindex(")") + 2 :].split()
+    try:
+        reaped = int(fields[13]) + int(fields[14])
+        return Proc(pid, int(fields[1]), fields[0], int(fields[2]), int(fields[3]), reaped, name)
+    except (IndexError, ValueError):
+        return None
+
+
+def table() -> dict[int, Proc]:
+    """Every process this user can see, zombies included."""
+    found = {}
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            proc = read_proc(int(entry.name))
+            if proc is not None:
+                found[proc.pid] = proc
+    return found
+
+
+def descendants(root: int, procs: dict[int, Proc] | None = None) -> list[Proc]:
+    """Every process below `root` (children, grandchildren, zombies), breadth first."""
+    procs = table() if procs is None else procs
+    by_parent: dict[int, list[Proc]] = {}
+    for proc in procs.values():
+        by_parent.setdefault(proc.ppid, []).append(proc)
+    out, frontier = [], [root]
+    while frontier:
+        nxt = []
+        for pid in frontier:
+            for child in by_parent.get(pid, []):
+                if child.pid != root and child not in out:
+                    out.append(child)
+                    nxt.append(child.pid)
+        frontier = nxt
+    return out
+
+
+def thread_cpu_ns(pid: int) -> int:
+    """CPU time of every live thread of `pid` (ns, /proc/<pid>/task/*/schedstat)."""
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0
+    total = 0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
+                total += int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue  # a thread that just exited
+    return total
+
+
+def tree_cpu_ns(root: int, extra_roots: tuple[int, ...] = ()) -> int | None:
+    """CPU time of `root`, of every live descendant, and of every child any of them reaped (ns): work
+    handed to a forked or spawned helper counts as the kernel's. `extra_roots`: processes outside the
+    tree that count too (double-forked helpers re-parented to the trusted parent)."""
+    root_proc = read_proc(root)
+    if root_proc is None:
+        return None
+    procs = table()
+    members = [root_proc, *descendants(root, procs)]
+    for pid in extra_roots:
+        if pid in procs:
+            members += [procs[pid], *descendants(pid, procs)]
+    ticks_ns = 1_000_000_000 // CLOCK_TICKS
+    return sum(thread_cpu_ns(p.pid) + p.children_ticks * ticks_ns for p in members)
+
+
+def strays(known: set[int]) -> list[Proc]:
+    """Processes re-parented to this (subreaper) process that are not known workers, with their
+    descendants: whatever a candidate double-forked. Zombies included."""
+    procs = table()
+    me = os.getpid()
+    out = []
+    for proc in procs.values():
+        if proc.ppid == me and proc.pid not in known:
+            out += [proc, *descendants(proc.pid, procs)]
+    return out
+
+
+def describe(procs: list[Proc]) -> str:
+    parts = [f"pid {p.pid} ({p.name}{', zombie' if p.state == 'Z' else ''})" for p in procs[:6]]
+    return ", ".join(parts) + (f" and {len(procs) - 6} more" if len(procs) > 6 else "")
+
+
+def kill_all(procs: list[Proc]) -> None:
+    """SIGKILL each (zombies are already dead) and reap those that are our children."""
+    for proc in procs:
+        if proc.state != "Z":
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(proc.pid, signal.SIGKILL)
+    reap(procs)
+
+
+def reap(procs: list[Proc]) -> None:
+    me = os.getpid()
+    for proc in procs:
+        if proc.ppid == me:
+            with contextlib.suppress(ChildProcessError, OSError):
+                os.waitpid(proc.pid, 0)
