@@ -155,3 +155,26 @@ def test_without_isolation_the_same_probe_reads_everything(
     monkeypatch.setenv("AKA_AGENT_HOME_ROOT", str(tmp_path / "homes"))
     report = probe(tmp_path, production_campaign(tmp_path), None)
     assert all(not text.startswith("DENIED") for text in report.values()), report
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_a_working_directory_inside_a_private_one_sees_only_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mode: str
+) -> None:
+    """A V1 reviewer works in a copy of op/ under results/: the rest of results/ stays hidden."""
+    monkeypatch.setenv("AKA_AGENT_HOME_ROOT", str(tmp_path / "homes"))
+    campaign = production_campaign(tmp_path)
+    review = campaign["root"] / "results" / "e0" / "review_claude"
+    (review / "op").mkdir(parents=True)
+    (review / "op" / "reference.py").write_text("public\n")
+    exe = tmp_path / "bin" / "probe"
+    exe.parent.mkdir(exist_ok=True)
+    exe.write_text(PROBE.format(python=sys.executable))
+    exe.chmod(0o755)
+    sandbox = agent_sandbox(campaign["workspace"], campaign["root"], campaign["op"], review, mode)
+    targets = ["op/reference.py", "../../v0/result.json", str(campaign["result"]), str(campaign["ledger"])]
+    run = AgentRun(role="reviewer:claude", prompt=json.dumps(targets), cwd=review, timeout_s=60,
+                   transcript_dir=tmp_path / "transcript", sandbox=sandbox)
+    report = json.loads(ProbeCli(exe).run(run).final_text)
+    assert report.pop("op/reference.py") == "public\n"
+    assert all(text.startswith("DENIED") for text in report.values()), report

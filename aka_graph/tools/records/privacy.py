@@ -317,11 +317,27 @@ def agent_sandbox(
         Path(op_dir).resolve(),
         *(root / name for name in ("results", "records", "report", "transcripts", "submission.json")),
     ]
-    episodes = root / "episodes"
-    if episodes.is_dir():
-        hidden += [p for p in episodes.iterdir() if p.resolve() != worktree]
-    hidden = [h for h in hidden if not worktree.is_relative_to(h)]
-    return AgentSandbox(writable=(worktree,), hidden=tuple(hidden), mode=mode)  # type: ignore[arg-type]
+    hidden.append(root / "episodes")
+    return AgentSandbox(
+        writable=(worktree,),
+        hidden=tuple(p for h in hidden for p in _hide_around(h, worktree)),
+        mode=mode,  # type: ignore[arg-type]
+    )
+
+
+def _hide_around(path: Path, keep: Path) -> list[Path]:
+    """`path` itself, or — when it holds `keep` (a V1 reviewer's copy under results/, the deriver's
+    scratch under checkpoints/) — everything inside it except the way down to `keep`."""
+    if not keep.is_relative_to(path):
+        return [path]
+    if keep == path or not path.is_dir():
+        return []
+    child_on_path = path / keep.relative_to(path).parts[0]
+    return [
+        hidden
+        for child in sorted(path.iterdir())
+        for hidden in ([child] if child != child_on_path else _hide_around(child, keep))
+    ]
 
 
 class PrivateEvaluator:
