@@ -127,18 +127,30 @@ class KernelState:
         if self.worker is None:
             return None
         try:
-            return self.worker.request(msg, timeout_s)
+            reply = self.worker.request(msg, timeout_s)
         except ChannelTimeout:
             self.stop("TIMEOUT", f"no answer within {timeout_s:.0f} s (per-call watchdog); worker killed")
         except WorkerDied as exc:
             self.stop("RUNTIME_ERROR", str(exc))
-        return None
+            return None
+        spawned = self.worker.spawned()  # read from /proc by us: the worker's word is not needed
+        if spawned:
+            from .proctree import describe
+
+            self.stop(
+                "REWARD_HACK",
+                f"the kernel started processes of its own ({describe(spawned)}); candidates must not "
+                "fork or spawn: work in another process is work nobody times",
+            )
+            return None
+        return reply
 
 
 class Session:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.op: Operator = load_operator(Path(settings.op_dir))
+        self.op.blob_root = settings.blob_root
         chosen = self.op.select(settings.shape_ids)
         self.indices = [self.op.workloads.index(w) for w in chosen]
         want = settings.device
