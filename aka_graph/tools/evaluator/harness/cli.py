@@ -37,6 +37,16 @@ def _common(p: argparse.ArgumentParser) -> None:
         help="production mode: withhold every message that could carry shapes back to the agent",
     )
     p.add_argument(
+        "--blob-root",
+        type=Path,
+        help="directory that workloads' safetensors paths are relative to (FlashInfer-Bench blobs)",
+    )
+    p.add_argument(
+        "--all-workloads",
+        action="store_true",
+        help="on CPU, every workload (default: a representative subset within the interpreter's work cap)",
+    )
+    p.add_argument(
         "--no-source-policy",
         action="store_true",
         help="skip the static kernel-source policy (tests of the in-worker checks only)",
@@ -73,6 +83,14 @@ def _emit(obj: dict[str, Any], out: Path | None) -> None:
 
 def _failure(status: str, message: str) -> dict[str, Any]:
     return report.result(status, "", {"name": "unknown", "arch": "unknown"}, "none", False, [], [], message)
+
+
+def _user_error(message: str, args: argparse.Namespace) -> int:
+    """A malformed operator or bad argument: one line naming the problem and the fix, exit 2. The result
+    JSON says so too (the schema has no user-error status, so it carries INFRA_ERROR and the message)."""
+    print(f"error: {message}", file=sys.stderr)
+    _emit(_failure("INFRA_ERROR", f"bad operator or arguments: {message}"), args.out)
+    return 2
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -121,7 +139,7 @@ def _kernels(args: argparse.Namespace) -> dict[str, Path] | None:
 
 def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
     from .gpu_specs import UnknownGpuError
-    from .modes import run
+    from .modes import pattern_order, run
     from .opmodel import OperatorError
     from .session import Settings
 
@@ -136,7 +154,18 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         peak_table=args.peak_table,
         source_policy=not args.no_source_policy,
         private_shapes=args.private_shapes,
+        all_workloads=args.all_workloads,
+        blob_root=args.blob_root.resolve() if args.blob_root else None,
     )
+    if args.blob_root is not None and not args.blob_root.is_dir():
+        return _user_error(
+            f"--blob-root {args.blob_root}: not a directory; pass the dataset's blob root", args
+        )
+    if args.mode == "compare":
+        try:
+            pattern_order(args.pattern, list(kernels))
+        except ValueError as exc:
+            return _user_error(str(exc), args)
     try:
         results, rounds = run(
             settings,
@@ -146,10 +175,8 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
             workers=workers,
             t0=t0,
         )
-    except (OperatorError, ValueError) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        _emit(_failure("INFRA_ERROR", f"bad operator or arguments: {exc}"), args.out)
-        return 2
+    except OperatorError as exc:  # the operator's files (or a flag naming them): the user's to fix
+        return _user_error(str(exc), args)
     except UnknownGpuError as exc:
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)

@@ -184,11 +184,18 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
 
 
 def output_violations(
-    outputs: list[Any], inputs: list[Any], earlier: list[torch.Tensor], device: torch.device
+    outputs: list[Any],
+    inputs: list[Any],
+    earlier: list[torch.Tensor],
+    device: torch.device,
+    returned: dict[int, int] | None = None,
 ) -> list[str]:
-    """Outputs must be plain dense tensors on the device, not aliasing inputs or earlier outputs."""
+    """Outputs must be plain dense tensors on the device, not aliasing inputs or earlier outputs.
+    `returned` {output: input}: outputs the operator's reference itself returns as (updated) inputs,
+    e.g. a KV cache written in place; such an output may share memory with that input only."""
     found = []
-    in_spans = [_span(t) for t in inputs if isinstance(t, torch.Tensor) and t.numel()]
+    allowed = {int(k): int(v) for k, v in (returned or {}).items()}
+    spans = [(i, _span(t)) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.numel()]
     old_spans = [_span(t) for t in earlier if t.numel()]
     for i, out in enumerate(outputs):
         if type(out) is not torch.Tensor:
@@ -203,7 +210,7 @@ def output_violations(
         if not out.numel():
             continue
         lo, hi = _span(out)
-        if any(lo < b and a < hi for a, b in in_spans):
+        if any(lo < b and a < hi for j, (a, b) in spans if allowed.get(i) != j):
             found.append(f"output {i} shares memory with an input (returning an input or a view of it)")
         if any(lo < b and a < hi for a, b in old_spans):
             found.append(f"output {i} reuses the memory of an earlier call's output (a cached buffer)")

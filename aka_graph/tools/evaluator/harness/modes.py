@@ -41,7 +41,13 @@ def _start(
             )
             continue
         reply = ks.request(
-            {"cmd": "load", "init_seed": session.seeds[0][0]}, session.settings.compile_timeout
+            {
+                "cmd": "load",
+                "init_seed": session.seeds[0][0],
+                "contract": session.contract,
+                "blob_root": str(session.op.blob_root) if session.op.blob_root else None,
+            },
+            session.settings.compile_timeout,
         )
         if reply is None:
             continue
@@ -117,9 +123,10 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     if reval is not None:
         verdict.revalidated = True
         inputs = session.reference.inputs(idx, reval[0], reval[1])
+        fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
         want, _ = session.reference.outputs(idx, inputs)
         probe = type(verdict)()
-        if reply["reval_digest"] != digest(inputs):
+        if reply["reval_digest"] != fresh_digest:
             probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
         if probe.status != "PASS" or not session.judge_outputs(
             probe, reply["reval_outputs"], want, idx, "re-validation"
@@ -197,6 +204,8 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         method = "none"
     first_bad = next((w for w in workloads if w["status"] != "PASS"), None)
     message = ks.error[1] if ks.error else (f"{first_bad['id']}: {first_bad['message']}" if first_bad else "")
+    if session.selection_note and not message:  # a CPU run's subset, said plainly
+        message = session.selection_note
     if session.settings.private_shapes:  # candidate-controlled or shape-revealing text stays here
         for w in workloads:
             if w["message"]:
@@ -215,6 +224,7 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         operator=session.op.name,
         format=session.op.kind,
         seed_scales=[s[1] for s in session.seeds],
+        workload_selection=session.selection_note,
         label=ks.label,
     )
 

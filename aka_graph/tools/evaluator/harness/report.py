@@ -89,4 +89,7 @@ def table(res: dict[str, Any]) -> str:
     )
     if res.get("message"):
         rows.append(res["message"][:2000])
+    note = res.get("workload_selection")
+    if note and note != res.get("message"):  # which workloads a CPU run evaluated, and why
+        rows.append(note)
     return "\n".join(rows)

@@ -9,7 +9,6 @@ names the file, the input and the flag that supplies the root.
 from __future__ import annotations
 
 import json
-import os
 import struct
 from pathlib import Path
 from typing import Any
@@ -17,8 +16,6 @@ from typing import Any
 import torch
 
 from .opmodel import Operator, OperatorError, Workload
-
-BLOB_ROOT_ENV = "AKA_HARNESS_BLOB_ROOT"  # how the parent hands --blob-root to the workers it spawns
 
 _ST_DTYPES = {
     "F32": torch.float32,
@@ -37,10 +34,7 @@ _ST_DTYPES = {
 
 
 def blob_root(op: Operator) -> Path | None:
-    if op.blob_root is not None:
-        return op.blob_root
-    env = os.environ.get(BLOB_ROOT_ENV)
-    return Path(env) if env else None
+    return op.blob_root
 
 
 def candidates(op: Operator, rel: str) -> list[Path]:

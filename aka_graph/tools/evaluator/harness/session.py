@@ -15,11 +15,13 @@ import torch
 from .gpu_specs import GpuSpec, load_table, lookup
 from .loading import load_operator
 from .numerics import check_output
-from .opmodel import Operator
+from .opmodel import Operator, OperatorError
 from .policy import scan_kernel_dir
 from .protocol import ChannelTimeout
 from .runner import digest
+from .safetensors_io import missing_blobs
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
+from .subset import representative, workload_elements
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
 
@@ -52,6 +54,8 @@ class Settings:
     scale: float = 2.0
     source_policy: bool = True  # False only to test the in-worker checks on their own
     private_shapes: bool = False  # production mode: no message may carry shapes back to the agent
+    all_workloads: bool = False  # on CPU: every workload, not the representative subset (subset.py)
+    blob_root: Path | None = None  # where safetensors inputs' relative paths resolve
 
 
 def device_info(device: torch.device) -> dict[str, Any]:
@@ -159,6 +163,13 @@ class Session:
         if want == "cuda" and not torch.cuda.is_available():
             raise RuntimeError("--device cuda requested but torch sees no CUDA device")
         self.device = torch.device("cuda:0" if want == "cuda" else "cpu")
+        self.selection_note = ""  # which workloads a CPU run left out, and why
+        if self.device.type == "cpu" and not settings.all_workloads and not settings.shape_ids:
+            picked = representative(self.op, self.indices)
+            self.indices, self.selection_note = picked.indices, picked.note
+        blobs = missing_blobs(self.op, [self.op.workloads[i] for i in self.indices])
+        if blobs:
+            raise OperatorError(blobs)
         self.device_info = device_info(self.device)
         table = load_table(settings.peak_table) if settings.peak_table else None
         self.spec: GpuSpec | None = None
@@ -177,6 +188,9 @@ class Session:
         self.bench_seed = fresh_seed()
         self.reference = Reference(self.op, self.device, self.seeds[0][0])
         self.sol: dict[int, SolBound] = {}
+        # what the reference itself does to its inputs is the operator's contract (trusted.py)
+        probe = min(self.indices, key=lambda i: workload_elements(self.op, self.op.workloads[i]))
+        self.contract = self.reference.contract(probe)
 
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id
@@ -187,11 +201,20 @@ class Session:
             inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
             result, flops = self.reference.outputs(idx, inputs, count_flops=n == 0 and self.spec is not None)
+            result = [*result, *(inputs[i] for i in self.contract["compared"])]  # inputs updated in place
             outs.append(result)
             if n == 0 and self.spec is not None:
                 moved = tensor_bytes(inputs) + tensor_bytes(result)
                 self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs))
         return outs, digests
+
+    def output_name(self, j: int) -> str:
+        """Output j's name; past the declared outputs, the inputs the reference updates in place."""
+        n_out = len(self.op.outputs)
+        extra = self.contract["compared"]
+        if j >= n_out and j - n_out < len(extra) and extra[j - n_out] < len(self.op.inputs):
+            return f"input {self.op.inputs[extra[j - n_out]].name} (updated in place)"
+        return self.op.outputs[j].name if j < n_out else f"output{j}"
 
     def judge_outputs(
         self, verdict: WorkloadVerdict, got: list[Any], want: list[Any], idx: int, what: str
@@ -201,7 +224,7 @@ class Session:
             verdict.fail("INCORRECT", f"{what}: {len(got)} outputs, expected {len(want)}")
             return False
         for j, (g, w) in enumerate(zip(got, want, strict=True)):
-            name = self.op.outputs[j].name if j < len(self.op.outputs) else f"output{j}"
+            name = self.output_name(j)
             if not isinstance(g, torch.Tensor) or not isinstance(w, torch.Tensor):
                 verdict.fail("INCORRECT", f"{what}: {name} is not a tensor")
                 return False

@@ -11,7 +11,7 @@ from .bench import Bench
 from .inputs import InputFactory, output_shapes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
-from .runner import KernelRunner
+from .runner import KernelRunner, digest
 from .speed_of_light import FlopCounter
 
 # Eager references launch several kernels per call from Python: thousands of rotated copies (as the
@@ -53,6 +53,13 @@ class Reference:
         except Exception:  # the counter cannot trace every reference: count nothing rather than fail
             return runner.invoke(inputs), None
 
+    def contract(self, idx: int) -> dict[str, Any]:
+        """The reference's in-place contract, probed once on workload `idx` (see in_place_contract)."""
+        inputs = self.inputs(idx, self.init_seed, 1.0)
+        before = digest(inputs)
+        result = self.runner(idx).invoke(inputs)
+        return in_place_contract(inputs, before, result)
+
     def time(self, idx: int, bench_seed: int, l2_bytes: int) -> Any:
         if idx not in self.benches:
             self.benches[idx] = Bench(
@@ -63,3 +70,25 @@ class Reference:
                 REFERENCE_MAX_COPIES,
             )
         return self.benches[idx].measure()
+
+
+def shares_memory(a: Any, b: Any) -> bool:
+    """Whether two tensors' storages overlap (an output that is an input, or a view of one)."""
+    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or not a.numel() or not b.numel():
+        return False
+    sa, sb = a.untyped_storage(), b.untyped_storage()
+    return sa.data_ptr() < sb.data_ptr() + sb.nbytes() and sb.data_ptr() < sa.data_ptr() + sa.nbytes()
+
+
+def in_place_contract(inputs: list[Any], before: list[float], result: list[Any]) -> dict[str, Any]:
+    """What the reference itself does to its inputs, which is then the operator's contract (a KV-cache
+    write `cache[:, pos] = k; return ..., cache`): `mutated` input indices (their digest changed),
+    `returned` {output index: input index} for outputs that are inputs, and `compared` the mutated inputs
+    not returned, which are compared like extra outputs."""
+    after = digest(inputs)
+    mutated = [i for i, (a, b) in enumerate(zip(before, after, strict=True)) if a != b]
+    returned = {
+        j: i for j, out in enumerate(result) for i, inp in enumerate(inputs) if shares_memory(out, inp)
+    }
+    compared = [i for i in mutated if i not in returned.values()]
+    return {"mutated": mutated, "returned": returned, "compared": compared}
