@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-COMMANDS = ("run", "resume", "status", "stop", "evaluate", "sandbox", "graph", "report")
+COMMANDS = ("run", "resume", "status", "stop", "evaluate", "sandbox", "graph", "report", "fleet")
 
 app = typer.Typer(
     name="aka_graph",
@@ -30,5 +30,20 @@ def _register_commands() -> None:
 _register_commands()
 
 
+# click's UsageError (typer >= 0.20 vendors click, so it is reached through a public typer exception)
+UsageError = next(c for c in typer.BadParameter.__mro__ if c.__name__ == "UsageError")
+
+
 def main() -> None:
-    app()
+    """Run the CLI; a malformed command line is one line naming the problem (exit 2), not a framed box."""
+    try:
+        code = app(standalone_mode=False)
+    except UsageError as e:
+        ctx = getattr(e, "ctx", None)
+        command = "python -m aka_graph" + (f" {ctx.info_name}" if ctx is not None and ctx.parent else "")
+        typer.echo(f"error: {e.format_message()} (see `{command} --help`)", err=True)
+        raise SystemExit(2) from None
+    except typer.Abort:
+        typer.echo("aborted", err=True)
+        raise SystemExit(1) from None
+    raise SystemExit(code if isinstance(code, int) else 0)

@@ -3,12 +3,17 @@
 The campaign, not the agent, picks the best trial: it reads this ledger, keyed by the sha256 of what the
 harness evaluated. Recording is idempotent on (episode, trial, role, kernel sha256), so a node re-run
 after a crash never counts a trial twice.
+
+In a fleet (`AKA_DATABASE_URL` set, or `database_url=` given) the same ledger lives in PostgreSQL instead
+(`ledger_postgres.py`: the same three tables with a campaign column, the same keys and upserts), so any
+coordinator reads and writes it; the SQLite file is then not used.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
@@ -72,11 +77,26 @@ def kernel_file_sha256(kernel_path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else ""
 
 
-class Ledger:
-    """One SQLite file per campaign; safe to reopen at any time."""
+DATABASE_URL_ENV = "AKA_DATABASE_URL"  # the fleet's database (aka_graph/fleet/database.py)
 
-    def __init__(self, db_path: Path) -> None:
+
+def campaign_key(db_path: Path) -> str:
+    """The campaign a ledger file belongs to: its campaign directory (`<root>/records/ledger.sqlite`)."""
+    return str(Path(db_path).resolve().parent.parent)
+
+
+class Ledger:
+    """One SQLite file per campaign (or the campaign's rows in the fleet's PostgreSQL); safe to reopen."""
+
+    def __init__(self, db_path: Path, *, database_url: str | None = None) -> None:
         self.db_path = Path(db_path)
+        url = database_url or os.environ.get(DATABASE_URL_ENV)
+        self._postgres: Any = None
+        if url:
+            from aka_graph.tools.records.ledger_postgres import PostgresLedgerStore
+
+            self._postgres = PostgresLedgerStore(url, campaign_key(self.db_path))
+            return
         self.db_path.parent.mkdir(parents=True, exist_ok=True)
         # nodes may run in LangGraph's worker threads: one connection, guarded by SQLite's own locking
         conn = sqlite3.connect(self.db_path, check_same_thread=False, timeout=30)
@@ -125,6 +145,8 @@ class Ledger:
     def _upsert(self, table: str, row: dict[str, Any], update_when: str | None) -> int:
         """Insert by unique key in ONE statement (atomic across connections and processes); on a
         conflict update the row only when `update_when` (SQL over the old row and `excluded`) holds."""
+        if self._postgres is not None:
+            return int(self._postgres.upsert(table, row, update_when))
         columns = list(row)
         sql = (f"insert into {table} ({', '.join(columns)}) values ({', '.join('?' * len(columns))}) "
                "on conflict(key) do ")
@@ -168,6 +190,8 @@ class Ledger:
         if role is not None:
             where.append("role = ?")
             args.append(role)
+        if self._postgres is not None:
+            return [_entry(r) for r in self._postgres.rows(EVALUATIONS, episode=episode, role=role)]
         rows = self.db[EVALUATIONS].rows_where(" and ".join(where) or None, args, order_by="id")
         return [_entry(r) for r in rows]
 
@@ -188,12 +212,15 @@ class Ledger:
                "incumbent_sha256": incumbent_sha256, "candidate_sha256": candidate_sha256,
                "numbers": json.dumps(numbers or {}, sort_keys=True, default=str), "message": message,
                "recorded_at": _now()}
-        return self._upsert(DECISIONS, row, update_when="1")
+        return self._upsert(DECISIONS, row, update_when="true")
 
     def decisions(self, episode: int | None = None) -> list[DecisionEntry]:
-        rows = self.db[DECISIONS].rows_where(
-            "episode = ?" if episode is not None else None, [episode] if episode is not None else [],
-            order_by="id")
+        if self._postgres is not None:
+            rows: Any = self._postgres.rows(DECISIONS, episode=episode)
+        else:
+            rows = self.db[DECISIONS].rows_where(
+                "episode = ?" if episode is not None else None, [episode] if episode is not None else [],
+                order_by="id")
         return [DecisionEntry(**{**{k: r[k] for k in DecisionEntry.model_fields if k != "numbers"},
                                  "numbers": json.loads(r["numbers"] or "{}")}) for r in rows]
 
@@ -210,6 +237,8 @@ class Ledger:
         return self._upsert(AGENT_RUNS, row, update_when=None)
 
     def token_total(self) -> int:
+        if self._postgres is not None:
+            return self._postgres.token_total()
         rows = list(self.db.query(f"select coalesce(sum(total), 0) as t from {AGENT_RUNS}"))
         return int(rows[0]["t"])
 

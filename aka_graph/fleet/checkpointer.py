@@ -1,0 +1,28 @@
+"""LangGraph's Postgres checkpointer for fleet campaigns (graph state in the fleet's database).
+
+The serializer allows exactly the campaign's own state types, like the SQLite checkpointer in
+`runner.py`, so a checkpoint written by one coordinator is read back by another as the same objects.
+"""
+
+from __future__ import annotations
+
+from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
+from psycopg import Connection
+from psycopg_pool import ConnectionPool
+
+
+def campaign_serde() -> JsonPlusSerializer:
+    from aka_graph.runner import SERDE_TYPES
+
+    return JsonPlusSerializer(allowed_msgpack_modules=SERDE_TYPES)
+
+
+def postgres_checkpointer(conn: Connection | ConnectionPool) -> PostgresSaver:
+    """A `PostgresSaver` over a connection or (for a coordinator's concurrent campaigns) a pool."""
+    return PostgresSaver(conn, serde=campaign_serde())
+
+
+def setup_checkpoint_tables(conn: Connection) -> None:
+    """LangGraph's own checkpoint migrations (idempotent; needs an autocommit connection)."""
+    PostgresSaver(conn).setup()
