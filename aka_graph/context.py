@@ -21,8 +21,10 @@ from pydantic.json_schema import SkipJsonSchema
 
 from aka_graph.cli_agents.base import AgentBackend
 from aka_graph.state import CampaignConfig
+from aka_graph.target import CampaignTarget
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
 from aka_graph.tools.evaluator.sandbox.job import Sandbox
+from aka_graph.tools.records.workspace import CampaignWorkspace
 
 CONTEXT_FACTORY_ENV = "AKA_GRAPH_CONTEXT_FACTORY"
 
@@ -132,10 +134,31 @@ class CampaignContext:
     sleep: Annotated[Callable[[float], None], SkipJsonSchema()] = time.sleep
     on_event: Annotated[Callable[[dict[str, Any]], None] | None, SkipJsonSchema()] = None
     skills_dir: Path | None = None
+    # the campaign's identity, resolved once by whoever starts the graph (the runner); preprocess resolves
+    # it itself when the graph runs embedded or under `langgraph dev`
+    target: CampaignTarget | None = None
+    _workspaces: Annotated[dict[str, CampaignWorkspace], SkipJsonSchema()] = field(
+        default_factory=dict, repr=False, compare=False
+    )
 
     @property
     def complete(self) -> bool:
         return self.sandbox is not None and self.agent is not None and self.evaluator is not None
+
+    def target_for(self, config: CampaignConfig) -> CampaignTarget:
+        """The campaign's target: the one resolved already for these settings, else resolved now."""
+        if self.target is None or not self.target.describes(config):
+            from aka_graph.target import resolve_target
+
+            self.target = resolve_target(config, self.sandbox)
+        return self.target
+
+    def workspace(self, root: str | Path) -> CampaignWorkspace:
+        """The campaign workspace at `root` (created by preprocess), opened once per context."""
+        key = str(root)
+        if key not in self._workspaces:
+            self._workspaces[key] = CampaignWorkspace.reopen(Path(root))
+        return self._workspaces[key]
 
     def reviewer(self, name: str) -> AgentBackend:
         if name not in self.reviewers:
@@ -203,4 +226,5 @@ def context_for(context: CampaignContext | None, config: CampaignConfig) -> Camp
         sleep=context.sleep,
         on_event=context.on_event or default.on_event,
         skills_dir=context.skills_dir or default.skills_dir,
+        target=context.target,
     )

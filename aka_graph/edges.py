@@ -84,7 +84,8 @@ def plan_next_episode(state: CampaignState) -> EpisodePlan:
         return EpisodePlan(kind, "gluon", False)
     if (
         config.framework == "triton"
-        and "gluon" in state.frameworks_available
+        and state.target is not None
+        and "gluon" in state.target.frameworks
         and state.stalls >= config.convert_after
     ):
         return EpisodePlan(kind, "gluon", True)
@@ -103,8 +104,7 @@ def review_sends(state: CampaignState, episode: int) -> list[Send]:
             ReviewTask(
                 reviewer=name,
                 episode=episode,
-                op_name=state.op_name,
-                platform=state.platform,
+                workspace_root=state.workspace_root,
                 config=state.config,
                 budget_left=_budget_left(state),
             ),

@@ -36,6 +36,7 @@ from aka_graph.state import (
     ReviewTask,
     TrialRecord,
 )
+from aka_graph.target import CampaignTarget, resolve_target
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_DB = "campaign.sqlite"
@@ -49,6 +50,7 @@ SERDE_TYPES = [
     Decision,
     EnvironmentBlock,
     ReviewTask,
+    CampaignTarget,
 ]
 
 
@@ -92,26 +94,15 @@ def thread_config(thread_id: str) -> dict[str, Any]:
     return {"configurable": {"thread_id": thread_id}, "recursion_limit": 100_000}
 
 
-def _target(config: CampaignConfig, context: CampaignContext) -> tuple[str, list[str]]:
-    from aka_graph.nodes.preprocess import detect_gpu, resolve_target
-
-    platform, _, frameworks, _ = resolve_target(config.platform, detect_gpu(context.sandbox, config.platform))
-    return platform, frameworks
-
-
 def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
-    """The campaign directory name (op, framework, platform, production) — resolved like preprocess does."""
-    from aka_graph.nodes.preprocess import operator_identity
-    from aka_graph.tools.records.workspace import campaign_dir_name
-
-    op_name, _ = operator_identity(Path(config.op_dir))
-    platform, _ = _target(config, context)
-    return campaign_dir_name(op_name, config.framework, platform, config.optimization_mode == "production")
+    """The campaign directory name (op, framework, platform, production): the checkpoint thread's id."""
+    return context.target_for(config).dir_name
 
 
 def available_frameworks(config: CampaignConfig, context: CampaignContext | None = None) -> list[str]:
     """Every framework the target supports (the campaigns `run` starts when --framework is omitted)."""
-    return _target(config, context_for(context, config))[1]
+    ctx = context_for(context, config)
+    return list(resolve_target(config, ctx.sandbox, check_framework=False).frameworks)
 
 
 def run_campaigns(configs: list[CampaignConfig], quiet: bool = False) -> list[RunOutcome]:

@@ -7,60 +7,148 @@ on disk, so a checkpoint stays small and a resumed campaign reads the same files
 from __future__ import annotations
 
 import operator
-from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from aka_graph.target import CampaignTarget
 
 EpisodeKind = Literal["fast", "full"]
 OptimizationMode = Literal["leaderboard", "production"]
 V1Policy = Literal["auto", "always", "never"]
 Outcome = Literal["promoted", "rejected", "no_candidate", "policy_rejected", "incomparable"]
 
-# Nodes that talk to the sandbox: an environment failure in one of them parks the campaign in
-# `await_environment`, which routes back to the same node once the health probe passes.
-RESUMABLE_NODES = ("baseline_v0", "framework_baseline_v1", "evaluate", "abba")
-
 
 class CampaignConfig(BaseModel):
-    """Every `run` flag (design §1). Frozen: a resumed campaign must run with the settings it started with."""
+    """Every `run` flag (design §1): `run`'s options are generated from these fields (type, default and
+    description), so the CLI, `--help` and the LangGraph input schema cannot disagree.
+
+    Frozen: a resumed campaign runs with the settings it started with. Fields marked `infrastructure` say
+    where the campaign runs, not what it is (the sandbox host, the GPU, how to wait for a broken
+    environment): they are left out of `identity()`, so moving a campaign to another GPU host is no conflict.
+    """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
-    op_dir: str = Field(description="operator directory: SOL-ExecBench (definition.json) or native")
-    platform: str | None = Field(default=None, description="logical GPU target, e.g. H200; None = detect")
-    framework: str = "triton"
-    agent_cli: str = "claude"
-    replay_script: str | None = Field(default=None, description="replay backend's script (agent_cli=replay)")
-    reviewers: list[str] = Field(default_factory=list, description="reviewer CLIs, one fan-out branch each")
-    optimization_mode: OptimizationMode = "leaderboard"
-    max_iters: int = Field(default=10, ge=0, description="episodes to run at most")
-    token_budget: int | None = Field(default=None, ge=0, description="tokens over every agent session")
-    max_stall: int = Field(default=5, ge=1, description="stop after this many episodes without promotion")
-    target_util: float | None = Field(default=None, gt=0, description="stop at this utilization (%)")
-    fast_episodes: int = Field(default=2, ge=0)
-    fast_trials: int = Field(default=5, ge=1)
-    convert_after: int = Field(default=3, ge=1, description="stalls before a Triton campaign goes Gluon")
-    conversion_parity_pct: float = Field(default=5.0, ge=0)
-    verify_repeats: int = Field(default=2, ge=1)
-    min_improvement_pct: float = Field(default=1.0, ge=0)
-    regression_guard_pct: float = Field(default=5.0, ge=0)
-    v1: V1Policy = "auto"
-    handoff_resumes: int = Field(default=2, ge=0)
-    seeds: int = Field(default=3, ge=1)
-    device: str = "auto"
-    workspace: str = Field(default=".", description="parent of checkpoints/ and the campaign workspace")
-    sandbox_ssh: str | None = None
-    sandbox_ssh_gpu: int | None = None
-    sandbox_ssh_init: str | None = None
-    gpu_index: int | None = None
-    environment_poll_interval: float = Field(default=30.0, gt=0)
-    max_environment_retries: int = Field(
-        default=3, ge=1, description="INFRA_ERRORs of one step before giving up"
+    op_dir: str = Field(
+        description="Operator directory: SOL-ExecBench (definition.json + workload.jsonl) or native "
+        "(reference.py, input.py, shapes.json)."
     )
-    agent_timeout_s: float = Field(default=3600.0, gt=0)
-    eval_timeout_s: float = Field(default=900.0, gt=0)
-    agent_effort: Literal["low", "medium", "high", "xhigh", "max"] = "high"
+    platform: str | None = Field(
+        default=None,
+        description="Logical target GPU, e.g. H200, or cpu. Real hardware is detected first; an unknown "
+        "name is an error. Default: the detected GPU.",
+    )
+    framework: str = Field(
+        default="triton",
+        description="triton, gluon, cute_dsl or cuda. `run` without --framework starts one campaign per "
+        "framework the target GPU supports, concurrently (CPU/interpreter: triton).",
+    )
+    agent_cli: str = Field(
+        default="claude", description="Coding-agent CLI: claude, codex, qoder, pi or replay."
+    )
+    replay_script: str | None = Field(
+        default=None, description="Script of the replay backend (--agent-cli replay)."
+    )
+    reviewers: list[str] = Field(
+        default_factory=list,
+        description="Reviewer CLI for full episodes (repeatable: one parallel review per reviewer).",
+        json_schema_extra={"cli": "--reviewer"},
+    )
+    optimization_mode: OptimizationMode = Field(
+        default="leaderboard",
+        description="leaderboard, or production (private shapes, policy review, V1, derived problem).",
+    )
+    max_iters: int = Field(default=10, ge=0, description="Episodes to run at most.")
+    token_budget: int | None = Field(
+        default=None,
+        ge=0,
+        description="Stop once every agent session together (reviewers, retries, handoff resumes) spent "
+        "this many tokens. Default: no budget.",
+    )
+    max_stall: int = Field(
+        default=5, ge=1, description="Stop after this many episodes in a row without a promotion."
+    )
+    target_util: float | None = Field(
+        default=None,
+        gt=0,
+        description="Stop once the incumbent reaches this utilization (% of speed of light).",
+    )
+    fast_episodes: int = Field(
+        default=2, ge=0, description="The first N episodes are fast (no plan, no review)."
+    )
+    fast_trials: int = Field(
+        default=5,
+        ge=1,
+        description="Implement-evaluate rounds per fast episode; the campaign keeps the best.",
+    )
+    convert_after: int = Field(
+        default=3, ge=1, description="Stalls before a Triton campaign converts to Gluon."
+    )
+    conversion_parity_pct: float = Field(
+        default=5.0, ge=0, description="A Gluon conversion passes within this % of the Triton incumbent."
+    )
+    verify_repeats: int = Field(default=2, ge=1, description="ABBA repeats in a full episode's verification.")
+    min_improvement_pct: float = Field(
+        default=1.0,
+        ge=0,
+        description="Promote only above this improvement in % (one-sided test over the repeats).",
+    )
+    regression_guard_pct: float = Field(
+        default=5.0, ge=0, description="Reject a candidate when any shape regresses more than this %."
+    )
+    v1: V1Policy = Field(
+        default="auto",
+        description="Framework-native V1 before the episodes: auto (production only), always, never.",
+    )
+    handoff_resumes: int = Field(
+        default=2, ge=0, description="Resumes of an agent session that ended without its deliverable."
+    )
+    seeds: int = Field(default=3, ge=1, description="Correctness seeds per evaluation.")
+    device: str = Field(default="auto", description="Harness device: auto, cuda or cpu.")
+    workspace: str = Field(
+        default=".",
+        description="Parent of checkpoints/ and of the campaign directory kernel_opt_<op>_<fw>_<platform>.",
+    )
+    sandbox_ssh: str | None = Field(
+        default=None,
+        description="Run GPU jobs on host (or user@host) over SSH. Default: the local sandbox.",
+        json_schema_extra={"infrastructure": True},
+    )
+    sandbox_ssh_gpu: int | None = Field(
+        default=None, description="GPU index on the SSH host.", json_schema_extra={"infrastructure": True}
+    )
+    sandbox_ssh_init: str | None = Field(
+        default=None,
+        description="Shell command run on the SSH host before its jobs (e.g. activate an environment).",
+        json_schema_extra={"infrastructure": True},
+    )
+    gpu_index: int | None = Field(
+        default=None,
+        description="GPU index of the local sandbox. Default: GPU 0 where there is one.",
+        json_schema_extra={"infrastructure": True},
+    )
+    environment_poll_interval: float = Field(
+        default=30.0,
+        gt=0,
+        description="Seconds between health probes while the environment is down.",
+        json_schema_extra={"infrastructure": True},
+    )
+    max_environment_retries: int = Field(
+        default=3,
+        ge=1,
+        description="Environment failures (INFRA_ERROR) of one step before the campaign gives up.",
+        json_schema_extra={"infrastructure": True},
+    )
+    agent_timeout_s: float = Field(
+        default=3600.0, gt=0, description="Wall-clock limit of one agent turn, in s."
+    )
+    eval_timeout_s: float = Field(
+        default=900.0, gt=0, description="Wall-clock limit of one evaluation job, in s."
+    )
+    agent_effort: Literal["low", "medium", "high", "xhigh", "max"] = Field(
+        default="high", description="Reasoning effort asked of the agent CLIs."
+    )
 
     @field_validator("op_dir")
     @classmethod
@@ -70,6 +158,20 @@ class CampaignConfig(BaseModel):
                 "--op-dir is empty: pass an operator directory (definition.json or reference.py)"
             )
         return value
+
+    @classmethod
+    def infrastructure_fields(cls) -> frozenset[str]:
+        """Settings that say where the campaign runs (host, GPU, environment waits), not what it is."""
+        return frozenset(
+            name
+            for name, info in cls.model_fields.items()
+            if isinstance(info.json_schema_extra, dict) and info.json_schema_extra.get("infrastructure")
+        )
+
+    def identity(self) -> dict[str, Any]:
+        """The settings that make the campaign what it is: two configs with the same identity are the same
+        campaign (a restart on another GPU host resumes it instead of being refused as a conflict)."""
+        return self.model_dump(exclude=set(self.infrastructure_fields()))
 
 
 class Incumbent(BaseModel):
@@ -129,8 +231,7 @@ class ReviewTask(BaseModel):
 
     reviewer: str
     episode: int
-    op_name: str
-    platform: str
+    workspace_root: str
     config: CampaignConfig
     budget_left: int | None = None
 
@@ -148,15 +249,11 @@ def merge_reviews(current: dict[str, ReviewNote], update: dict[str, ReviewNote])
 
 class CampaignState(BaseModel):
     config: CampaignConfig
+    target: CampaignTarget | None = Field(
+        default=None, description="operator, platform, arch, frameworks: resolved once, by preprocess"
+    )
     workspace_root: str = ""
-    op_name: str = ""
-    op_format: str = ""
-    platform: str = Field(default="", description="the resolved target, part of the workspace name")
-    arch: str = ""
-    gpu_name: str = ""
-    frameworks_available: list[str] = Field(default_factory=list)
     incumbent: Incumbent | None = None
-    baseline_objective: float | None = None
     next_version: int = 0
     episode: int = 0
     episode_kind: EpisodeKind = "fast"
@@ -173,14 +270,9 @@ class CampaignState(BaseModel):
     policy_ok: bool | None = None
     last_decision: Decision | None = None
     blocked: EnvironmentBlock | None = None
-    env_retries: int = 0
     stop_reason: str | None = None
     report_path: str | None = None
     submission_path: str | None = None
-
-    @property
-    def ws(self) -> Path:
-        return Path(self.workspace_root)
 
 
 class CampaignInput(BaseModel):

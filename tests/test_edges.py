@@ -9,9 +9,22 @@ from langgraph.types import Send
 
 from aka_graph import edges
 from aka_graph.state import CampaignConfig, CampaignState, EnvironmentBlock, Incumbent, TrialRecord
+from aka_graph.target import CampaignTarget
 
 
 def make_state(config: dict[str, Any] | None = None, **fields: Any) -> CampaignState:
+    frameworks = fields.pop("frameworks_available", None)
+    if frameworks is not None:  # the resolved target's frameworks are what the routing rules read
+        fields["target"] = CampaignTarget(
+            op_dir="/op",
+            op_name="op",
+            op_format="sol",
+            platform="H200",
+            arch="sm_90",
+            frameworks=tuple(frameworks),
+            framework="triton",
+            production=False,
+        )
     return CampaignState(config=CampaignConfig(op_dir="/op", **(config or {})), **fields)
 
 
@@ -192,7 +205,7 @@ def test_full_episodes_without_reviewers_go_straight_to_implement() -> None:
 
 def test_full_episodes_fan_out_one_review_branch_per_reviewer() -> None:
     state = make_state(
-        {"reviewers": ["codex", "pi"]}, episode=3, episode_kind="full", op_name="rms", platform="H200"
+        {"reviewers": ["codex", "pi"]}, episode=3, episode_kind="full", workspace_root="/ws"
     )
     sends = edges.route_after_plan(state)
     assert isinstance(sends, list) and all(isinstance(s, Send) and s.node == "review" for s in sends)
@@ -294,7 +307,9 @@ def test_review_branches_carry_the_budget_left() -> None:
 
 
 def test_v1_with_reviewers_fans_out_for_correctness_guidance_first() -> None:
-    state = make_state({"v1": "always", "reviewers": ["codex", "pi"]}, incumbent=incumbent(), op_name="rms")
+    state = make_state(
+        {"v1": "always", "reviewers": ["codex", "pi"]}, incumbent=incumbent(), workspace_root="/ws"
+    )
     sends = edges.route_after_baseline(state)
     assert isinstance(sends, list) and [s.arg.reviewer for s in sends] == ["codex", "pi"]
     assert {s.arg.episode for s in sends} == {0}

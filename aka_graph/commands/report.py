@@ -14,6 +14,7 @@ def register(app: typer.Typer) -> None:
         campaign_dir: Annotated[Path, typer.Argument(help="The campaign directory kernel_opt_<op>_...")],
     ) -> None:
         """Write report/ (Markdown + plot of the objective per version and the utilization reached)."""
+        from aka_graph.tools.records.layout import CampaignLayout
         from aka_graph.tools.records.ledger import Ledger
         from aka_graph.tools.records.memory import read_version_records
         from aka_graph.tools.records.report import write_final_report
@@ -26,6 +27,6 @@ def register(app: typer.Typer) -> None:
             )
             raise typer.Exit(2)
         path = write_final_report(
-            root, read_version_records(root), Ledger(root / "records" / "ledger.sqlite")
+            root, read_version_records(root), Ledger(CampaignLayout(root).ledger)
         )
         typer.echo(str(path))

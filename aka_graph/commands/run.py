@@ -6,6 +6,7 @@ agent backend and the local sandbox (Triton interpreter without a GPU), ending w
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -14,6 +15,12 @@ from typing import Annotated, Any
 import typer
 from pydantic import ValidationError
 
+from aka_graph.commands.config_options import (
+    config_parameters,
+    config_values,
+    validation_problem,
+    with_parameters,
+)
 from aka_graph.state import CampaignConfig
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
@@ -24,7 +31,7 @@ def demo_operator() -> Path:
     """The example operator with a replay script (the demo's agent)."""
     found = sorted(p.parent for p in EXAMPLES.glob("*/replay.json")) if EXAMPLES.is_dir() else []
     if not found:
-        raise typer.BadParameter(f"no example operator with replay.json under {EXAMPLES}: pass --op-dir")
+        raise fail(f"no example operator with replay.json under {EXAMPLES}: pass --op-dir")
     return found[0]
 
 
@@ -48,29 +55,39 @@ def demo_settings(example: Path) -> dict[str, Any]:
     return settings
 
 
-def build_config(explicit: dict[str, Any], op_dir: Path | None) -> CampaignConfig:
-    values = {k: v for k, v in explicit.items() if v is not None}
-    if op_dir is None:
+EXIT_CODES = (
+    "Exit status: 0 the campaign finished (or had finished); 2 bad input (one line naming the problem); "
+    "3 stopped by `python -m aka_graph stop` or SIGTERM (run the same command, or `resume`, to continue)."
+)
+CLI_NOTES = {"op_dir": "Omit to run the demo campaign."}
+
+
+def fail(message: str) -> typer.Exit:
+    """A user error: one line on stderr, exit 2 (raise the returned exception)."""
+    typer.echo(f"error: {message}", err=True)
+    return typer.Exit(2)
+
+
+def build_config(explicit: dict[str, Any]) -> CampaignConfig:
+    """The settings the user gave over the model's defaults (the demo's, when no --op-dir is given)."""
+    values = dict(explicit)
+    if values.get("op_dir") is None:
         example = demo_operator()
         values = {**demo_settings(example), **values}
         os.environ.setdefault("TRITON_INTERPRET", "1")
-    else:
-        values["op_dir"] = str(op_dir)
     try:
         return CampaignConfig(**values)
     except ValidationError as e:
-        problems = "; ".join(
-            f"--{'-'.join(str(p) for p in err['loc']).replace('_', '-')}: {err['msg']}" for err in e.errors()
-        )
-        raise typer.BadParameter(problems) from e
+        raise fail(validation_problem(e)) from e
 
 
 def user_errors() -> tuple[type[BaseException], ...]:
     """Errors that are the user's input or environment (printed as one line naming the fix, exit 2)."""
     from aka_graph.cli_agents.base import AgentNotReady
-    from aka_graph.nodes.preprocess import OperatorError, UnsupportedFramework
+    from aka_graph.cli_agents.registry import UnknownBackend
     from aka_graph.nodes.problem import ProblemDerivationError
     from aka_graph.runner import CampaignConflict
+    from aka_graph.target import OperatorError, UnsupportedFramework
     from aka_graph.tools.evaluator.arch import UnknownPlatformError
     from aka_graph.tools.records.workspace import WorkspaceError
 
@@ -82,181 +99,53 @@ def user_errors() -> tuple[type[BaseException], ...]:
         ProblemDerivationError,
         AgentNotReady,
         UnsupportedFramework,
+        UnknownBackend,
     )
 
 
-def register(app: typer.Typer) -> None:
-    @app.command("run")
-    def run(
-        op_dir: Annotated[
-            Path | None,
-            typer.Option(
-                help="Operator directory: SOL-ExecBench (definition.json + "
-                "workload.jsonl) or native (reference.py, input.py, "
-                "shapes.json). Omit to run the demo campaign."
-            ),
-        ] = None,
-        platform: Annotated[
-            str | None,
-            typer.Option(
-                help="Logical target GPU, e.g. H200. Real hardware is "
-                "detected first; an unknown name is an error."
-            ),
-        ] = None,
-        framework: Annotated[
-            str | None,
-            typer.Option(
-                help="triton, gluon, cute_dsl or cuda. Omit: one campaign per framework the target "
-                "GPU supports, run concurrently (CPU/interpreter: triton)."
-            ),
-        ] = None,
-        agent_cli: Annotated[str | None, typer.Option(help="claude, codex, qoder, pi or replay.")] = None,
-        replay_script: Annotated[Path | None, typer.Option(help="Script of the replay backend.")] = None,
-        reviewer: Annotated[
-            list[str] | None,
-            typer.Option(
-                help="Reviewer CLI for full episodes (repeatable: one parallel review per reviewer)."
-            ),
-        ] = None,
-        optimization_mode: Annotated[
-            str | None,
-            typer.Option(help="leaderboard (default) or production (private shapes, policy review, V1)."),
-        ] = None,
-        max_iters: Annotated[int | None, typer.Option(help="Episodes to run at most (default 10).")] = None,
-        token_budget: Annotated[
-            int | None,
-            typer.Option(
-                help="Stop once every agent session together (reviewers, "
-                "retries, handoff resumes) spent this many "
-                "tokens."
-            ),
-        ] = None,
-        max_stall: Annotated[
-            int | None,
-            typer.Option(help="Stop after this many episodes in a row without a promotion (default 5)."),
-        ] = None,
-        target_util: Annotated[
-            float | None,
-            typer.Option(help="Stop once the incumbent reaches this utilization in % of the speed of light."),
-        ] = None,
-        fast_episodes: Annotated[
-            int | None, typer.Option(help="First N episodes are fast (default 2).")
-        ] = None,
-        fast_trials: Annotated[
-            int | None,
-            typer.Option(
-                help="Plan-implement-evaluate rounds per fast episode "
-                "(default 5); the campaign keeps the best."
-            ),
-        ] = None,
-        convert_after: Annotated[
-            int | None,
-            typer.Option(
-                help="Stalls before a Triton campaign converts to Gluon (default 3; parity within 5% passes)."
-            ),
-        ] = None,
-        verify_repeats: Annotated[
-            int | None, typer.Option(help="ABBA repeats in full-episode verification (default 2).")
-        ] = None,
-        min_improvement_pct: Annotated[
-            float | None,
-            typer.Option(
-                help="Promote only above this improvement in % (default 1), one-sided test over the repeats."
-            ),
-        ] = None,
-        regression_guard_pct: Annotated[
-            float | None, typer.Option(help="Reject when any shape regresses more than this % (default 5).")
-        ] = None,
-        v1: Annotated[
-            str | None,
-            typer.Option(help="Framework-native V1 before episodes: auto (production only), always, never."),
-        ] = None,
-        handoff_resumes: Annotated[
-            int | None,
-            typer.Option(help="Resumes of an agent session that ended without its deliverable (default 2)."),
-        ] = None,
-        seeds: Annotated[
-            int | None, typer.Option(help="Correctness seeds per evaluation (default 3).")
-        ] = None,
-        sandbox_ssh: Annotated[
-            str | None, typer.Option(help="Run GPU jobs on user@host over SSH (default: local sandbox).")
-        ] = None,
-        sandbox_ssh_gpu: Annotated[int | None, typer.Option(help="GPU index on the SSH host.")] = None,
-        sandbox_ssh_init: Annotated[
-            str | None,
-            typer.Option(help="Shell command run before each remote job (e.g. activate an environment)."),
-        ] = None,
-        gpu_index: Annotated[int | None, typer.Option(help="GPU index of the local sandbox.")] = None,
-        workspace: Annotated[
-            Path,
-            typer.Option(
-                help="Parent of checkpoints/ and of the campaign directory "
-                "kernel_opt_<op>_<framework>_<platform>."
-            ),
-        ] = Path("."),
-        environment_poll_interval: Annotated[
-            float | None, typer.Option(help="Seconds between health probes while the environment is down.")
-        ] = None,
-        agent_timeout_s: Annotated[
-            float | None, typer.Option(help="Wall-clock limit of one agent turn.")
-        ] = None,
-        quiet: Annotated[bool, typer.Option(help="No progress output.")] = False,
-    ) -> None:
-        """Run an optimization campaign (re-running the same command resumes it)."""
-        from aka_graph.progress import Progress
-        from aka_graph.runner import available_frameworks, run_campaign, run_campaigns
+def run_command(quiet: bool = False, **given: Any) -> None:
+    """Run an optimization campaign (re-running the same command resumes it).
 
-        explicit = dict(
-            platform=platform,
-            framework=framework,
-            agent_cli=agent_cli,
-            replay_script=str(replay_script) if replay_script else None,
-            reviewers=reviewer or None,
-            optimization_mode=optimization_mode,
-            max_iters=max_iters,
-            token_budget=token_budget,
-            max_stall=max_stall,
-            target_util=target_util,
-            fast_episodes=fast_episodes,
-            fast_trials=fast_trials,
-            convert_after=convert_after,
-            verify_repeats=verify_repeats,
-            min_improvement_pct=min_improvement_pct,
-            regression_guard_pct=regression_guard_pct,
-            v1=v1,
-            handoff_resumes=handoff_resumes,
-            seeds=seeds,
-            sandbox_ssh=sandbox_ssh,
-            sandbox_ssh_gpu=sandbox_ssh_gpu,
-            sandbox_ssh_init=sandbox_ssh_init,
-            gpu_index=gpu_index,
-            workspace=str(workspace),
-            environment_poll_interval=environment_poll_interval,
-            agent_timeout_s=agent_timeout_s,
-        )
-        config = build_config(explicit, op_dir)
-        USER_ERRORS = user_errors()
-        try:
-            if framework is None and op_dir is not None and len(fws := available_frameworks(config)) > 1:
-                # no --framework: one campaign per framework the target supports, run concurrently
-                outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
-                for each in outcomes:
-                    print_outcome(each.values, each.status)
-                if any(each.status == "stopped" for each in outcomes):
-                    raise typer.Exit(3)
-                return
-            if framework is None and op_dir is not None:
-                config = config.model_copy(update={"framework": available_frameworks(config)[0]})
-            outcome = run_campaign(config, progress=Progress.for_terminal(quiet))
-        except USER_ERRORS as e:
-            typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2) from e
-        print_outcome(outcome.values, outcome.status)
-        report = outcome.values.get("report_path")
-        if op_dir is None and report and Path(report).is_file():  # the demo ends by showing its report
-            typer.echo("\n" + Path(report).read_text())
-        if outcome.status == "stopped":
-            raise typer.Exit(3)
+    Every option is a campaign setting (`CampaignConfig` in aka_graph/state.py); the sandbox host and GPU
+    (--sandbox-ssh*, --gpu-index) and the environment waits may change between runs of one campaign.
+    """
+    from aka_graph.progress import Progress
+    from aka_graph.runner import available_frameworks, run_campaign, run_campaigns
+
+    explicit = config_values(given)
+    config = build_config(explicit)
+    demo, framework_given = "op_dir" not in explicit, "framework" in explicit
+    try:
+        if not framework_given and not demo and len(fws := available_frameworks(config)) > 1:
+            # no --framework: one campaign per framework the target supports, run concurrently
+            outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
+            for each in outcomes:
+                print_outcome(each.values, each.status)
+            if any(each.status == "stopped" for each in outcomes):
+                raise typer.Exit(3)
+            return
+        if not framework_given and not demo:
+            config = config.model_copy(update={"framework": available_frameworks(config)[0]})
+        outcome = run_campaign(config, progress=Progress.for_terminal(quiet))
+    except user_errors() as e:
+        raise fail(str(e)) from e
+    print_outcome(outcome.values, outcome.status)
+    report = outcome.values.get("report_path")
+    if demo and report and Path(report).is_file():  # the demo ends by showing its report
+        typer.echo("\n" + Path(report).read_text())
+    if outcome.status == "stopped":
+        raise typer.Exit(3)
+
+
+def register(app: typer.Typer) -> None:
+    quiet = inspect.Parameter(
+        "quiet",
+        inspect.Parameter.KEYWORD_ONLY,
+        default=False,
+        annotation=Annotated[bool, typer.Option(help="No progress output.")],
+    )
+    command = with_parameters(run_command, [*config_parameters(CLI_NOTES), quiet])
+    app.command("run", epilog=EXIT_CODES)(command)
 
 
 def print_outcome(values: dict[str, Any], status: str) -> None:

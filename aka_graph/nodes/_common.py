@@ -16,10 +16,11 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
-from aka_graph.state import CampaignConfig, CampaignState, EnvironmentBlock
+from aka_graph.state import CampaignState, EnvironmentBlock, Incumbent
+from aka_graph.target import CampaignTarget
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
 from aka_graph.tools.records.ledger import Ledger
-from aka_graph.tools.records.memory import LiveRecord, write_live
+from aka_graph.tools.records.memory import LiveRecord, VersionRecord, write_live
 from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
@@ -38,14 +39,16 @@ def emit(
         ctx.on_event(payload)
 
 
-def workspace_of(state: CampaignState) -> CampaignWorkspace:
-    return open_workspace(state.config, state.op_name, state.platform)
+def workspace_of(ctx: CampaignContext, state: CampaignState) -> CampaignWorkspace:
+    """The campaign's workspace (preprocess created it; every later node reuses the context's handle)."""
+    return ctx.workspace(state.workspace_root)
 
 
-def open_workspace(config: CampaignConfig, op_name: str, platform: str) -> CampaignWorkspace:
-    return CampaignWorkspace.open_or_create(
-        Path(config.workspace), op_name, config.framework, platform, config.optimization_mode == "production"
-    )
+def target_of(state: CampaignState) -> CampaignTarget:
+    """The identity preprocess resolved (nodes after preprocess only)."""
+    if state.target is None:
+        raise RuntimeError("the campaign target is not resolved: preprocess must run first")
+    return state.target
 
 
 def ledger_of(ws: CampaignWorkspace) -> Ledger:
@@ -117,7 +120,7 @@ def evaluate_with_settings(
     config = state.config
     result = ctx.evaluator.evaluate(
         ctx.sandbox,
-        Path(config.op_dir),
+        Path(target_of(state).op_dir),
         kernel_dir,
         results_dir,
         seeds=config.seeds,
@@ -167,3 +170,31 @@ def run_agent(
             tokens=result.tokens,
         )
     return results, total.total
+
+
+def incumbent_from_record(record: VersionRecord, kernel_dir: Path) -> Incumbent:
+    """The incumbent a version record describes, its kernel frozen at `kernel_dir`."""
+    return Incumbent(
+        version=record.version,
+        kernel_path=str(kernel_dir),
+        sha256=record.kernel_sha256 or "",
+        objective=record.objective,
+        utilization_pct=record.utilization_pct,
+        timing_method=record.timing_method or "none",
+        commit=record.commit or "",
+        framework=record.framework or "pytorch",
+    )
+
+
+def load_result(path: Path) -> EvaluationResult:
+    return EvaluationResult.model_validate_json(Path(path).read_text())
+
+
+def copy_reviews(state: CampaignState, worktree: Path) -> None:
+    """Reviewer notes (kept outside the worktree) become plans/reviews/ for the implementer to read."""
+    for note in state.reviews.values():
+        src = Path(note.notes_path)
+        if note.episode == state.episode and src.is_file():
+            dest = worktree / "plans" / "reviews" / src.name
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(src, dest)

@@ -16,6 +16,7 @@ from aka_graph.nodes._common import (
     ledger_of,
     save_json,
     save_result,
+    target_of,
     update_live,
     workspace_of,
 )
@@ -26,18 +27,18 @@ from aka_graph.tools.records.verdict import decide
 def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     incumbent, candidate = state.incumbent, state.candidate
     assert incumbent is not None and candidate is not None, "abba needs an incumbent and a candidate"
     pattern = "AB" if state.episode_kind == "fast" else "ABBA"
     repeats = max(2, config.verify_repeats) if state.episode_kind == "fast" else config.verify_repeats
-    results_dir = ws.results_dir / f"e{state.episode}" / "verify"
+    results_dir = ws.layout.verify_dir(state.episode)
     update_live(ws, state, "abba", f"verifying v{incumbent.version} vs trial {candidate.trial} ({pattern})")
     emit(runtime, ctx, "abba", "verify_started", episode=state.episode, pattern=pattern, repeats=repeats)
     comparison = ctx.evaluator.compare(
         ctx.sandbox,
-        Path(config.op_dir),
+        Path(target_of(state).op_dir),
         {"A": Path(incumbent.kernel_path), "B": Path(candidate.kernel_dir)},
         results_dir,
         pattern=pattern,
@@ -52,7 +53,7 @@ def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, A
         if block is not None:
             emit(runtime, ctx, "abba", "environment_failure", diagnostic=comparison.message[-300:])
             return {"blocked": block}
-    save_json(comparison.model_dump(mode="json", by_alias=True), results_dir / "comparison.json")
+    save_json(comparison.model_dump(mode="json", by_alias=True), ws.layout.comparison(state.episode))
     for label, role in (("A", "verify_incumbent"), ("B", "verify_candidate")):
         if label in comparison.kernels:
             result = comparison.kernels[label]
@@ -107,7 +108,7 @@ def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, A
         incumbent_sha256=incumbent.sha256,
         framework=state.episode_framework,
     )
-    save_json({"decision": decision.model_dump(), "numbers": numbers}, results_dir / "verdict.json")
+    save_json({"decision": decision.model_dump(), "numbers": numbers}, ws.layout.verdict(state.episode))
     ledger.record_decision(
         episode=state.episode,
         kind="verify",

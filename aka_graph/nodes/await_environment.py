@@ -17,7 +17,7 @@ def await_environment(state: CampaignState, runtime: Runtime[CampaignContext]) -
     block = state.blocked
     node = block.node if block else "?"
     update_live(
-        workspace_of(state),
+        workspace_of(ctx, state),
         state,
         "await_environment",
         f"environment failed in {node}: {block.diagnostic[-200:] if block else ''}",
@@ -28,6 +28,6 @@ def await_environment(state: CampaignState, runtime: Runtime[CampaignContext]) -
         polls += 1
         if health.healthy:
             emit(runtime, ctx, "await_environment", "recovered", resume=node, polls=polls)
-            return {"env_retries": state.env_retries + 1}
+            return {}
         emit(runtime, ctx, "await_environment", "waiting", resume=node, diagnostic=health.diagnostic[-200:])
         ctx.sleep(state.config.environment_poll_interval)

@@ -15,13 +15,14 @@ from aka_graph.nodes._common import (
     ctx_of,
     emit,
     evaluate_with_settings,
+    incumbent_from_record,
     ledger_of,
     save_result,
+    target_of,
     update_live,
     workspace_of,
 )
-from aka_graph.state import CampaignState, Incumbent
-from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.state import CampaignState
 from aka_graph.tools.records.memory import (
     VersionRecord,
     read_version_records,
@@ -53,44 +54,26 @@ def write_reference_kernel(op_dir: Path, op_format: str, dest: Path) -> None:
         (dest / "kernel.py").write_text((op_dir / "reference.py").read_text())
 
 
-def incumbent_from_record(ws_root: Path, record: VersionRecord, kernel_dir: Path) -> Incumbent:
-    return Incumbent(
-        version=record.version,
-        kernel_path=str(kernel_dir),
-        sha256=record.kernel_sha256 or "",
-        objective=record.objective,
-        utilization_pct=record.utilization_pct,
-        timing_method=record.timing_method or "none",
-        commit=record.commit or "",
-        framework=record.framework or "pytorch",
-    )
-
-
 def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
-    config = state.config
-    ws = workspace_of(state)
-    frozen = ws.root / "results" / "versions" / "v0"
+    ws = workspace_of(ctx, state)
+    target = target_of(state)
+    frozen = ws.layout.frozen_version(0)
     if version_path(ws.root, 0).is_file():  # finished before a crash: read back, do not redo
         record = next(r for r in read_version_records(ws.root) if r.version == 0)
-        incumbent = incumbent_from_record(ws.root, record, frozen) if record.decision == "baseline" else None
-        return {
-            "incumbent": incumbent,
-            "next_version": 1,
-            "blocked": None,
-            "baseline_objective": record.objective,
-        }
+        incumbent = incumbent_from_record(record, frozen) if record.decision == "baseline" else None
+        return {"incumbent": incumbent, "next_version": 1, "blocked": None}
     update_live(ws, state, "baseline_v0", "evaluating the reference (V0)")
     # solution.json (non destination-passing) stays with the frozen V0 only: agents' kernels default to DPS
-    write_reference_kernel(Path(config.op_dir), state.op_format, frozen)
-    shutil.copyfile(frozen / "kernel.py", ws.root / "kernel.py")
+    write_reference_kernel(Path(target.op_dir), target.op_format, frozen)
+    shutil.copyfile(frozen / "kernel.py", ws.layout.kernel)
     commit = ws.commit(["kernel.py"], "V0: the verbatim reference as kernel.py")
-    results_dir = ws.results_dir / "v0"
+    results_dir = ws.layout.v0_evaluation
     result, block = evaluate_with_settings(ctx, state, "baseline_v0", frozen, results_dir)
     if block is not None:
         emit(runtime, ctx, "baseline_v0", "environment_failure", diagnostic=result.message[-300:])
         return {"blocked": block}
-    result_path = save_result(result, results_dir / "result.json")
+    result_path = save_result(result, ws.layout.result_in(results_dir))
     ledger_of(ws).record(
         result, episode=None, trial=None, role="v0", kernel_path=frozen / "kernel.py", result_path=result_path
     )
@@ -107,14 +90,6 @@ def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict
     write_version_record(ws.root, 0, record)
     ws.commit(["memory/v0.json"], f"V0 record: {result.status}, objective {result.summary.objective}")
     emit(runtime, ctx, "baseline_v0", "evaluated", status=result.status, objective=result.summary.objective)
-    incumbent = incumbent_from_record(ws.root, record, frozen) if passed else None
-    return {
-        "incumbent": incumbent,
-        "next_version": 1,
-        "blocked": None,
-        "baseline_objective": result.summary.objective,
-    }
+    incumbent = incumbent_from_record(record, frozen) if passed else None
+    return {"incumbent": incumbent, "next_version": 1, "blocked": None}
 
-
-def load_result(path: Path) -> EvaluationResult:
-    return EvaluationResult.model_validate_json(path.read_text())

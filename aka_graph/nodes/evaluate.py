@@ -23,19 +23,19 @@ from aka_graph.state import CampaignState, TrialRecord
 
 def evaluate(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     trials = list(state.trials)
     record = trials[-1].model_copy()
     if record.status == "PENDING":
         update_live(ws, state, "evaluate", f"episode {state.episode} trial {record.trial}: evaluating")
         kernel_dir = Path(record.kernel_dir)
-        results_dir = kernel_dir.parent / "evaluation"
+        results_dir = ws.layout.evaluation_of(kernel_dir)
         result, block = evaluate_with_settings(ctx, state, "evaluate", kernel_dir, results_dir)
         if block is not None:  # not the candidate's fault: wait for the environment, then re-run
             emit(runtime, ctx, "evaluate", "environment_failure", diagnostic=result.message[-300:])
             return {"blocked": block}
-        result_path = save_result(result, results_dir / "result.json")
+        result_path = save_result(result, ws.layout.result_in(results_dir))
         ledger.record(
             result,
             episode=state.episode,

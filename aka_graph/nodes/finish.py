@@ -10,7 +10,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.context import CampaignContext
 from aka_graph.edges import stop_reason
-from aka_graph.nodes._common import ctx_of, emit, ledger_of, update_live, workspace_of
+from aka_graph.nodes._common import ctx_of, emit, ledger_of, target_of, update_live, workspace_of
 from aka_graph.state import CampaignState
 from aka_graph.tools.records.memory import read_version_records
 from aka_graph.tools.records.workspace import CampaignWorkspace
@@ -36,18 +36,19 @@ def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str,
     from aka_graph.tools.records.report import write_final_report
 
     ctx = ctx_of(runtime, state)
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
+    target = target_of(state)
     reason = (
         state.stop_reason or stop_reason(state) or ("reference failed" if state.incumbent is None else "done")
     )
     report = write_final_report(ws.root, read_version_records(ws.root), ledger_of(ws))
     submission = None
-    if state.op_format == "sol" and state.incumbent is not None:
+    if target.op_format == "sol" and state.incumbent is not None:
         from aka_graph.tools.records.submission import write_submission
 
-        submission = write_submission(ws.root, Path(state.config.op_dir), Path(state.incumbent.kernel_path))
+        submission = write_submission(ws.root, Path(target.op_dir), Path(state.incumbent.kernel_path))
     if state.config.optimization_mode == "production":
-        problems = final_policy_check(ws, Path(state.config.op_dir))
+        problems = final_policy_check(ws, Path(target.op_dir))
         ledger_of(ws).record_decision(
             episode=None,
             kind="final_policy",

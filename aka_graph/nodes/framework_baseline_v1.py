@@ -14,18 +14,18 @@ from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
     budget_left,
+    copy_reviews,
     ctx_of,
     emit,
     evaluate_with_settings,
     freeze_kernel,
+    incumbent_from_record,
     ledger_of,
     run_agent,
     save_result,
     update_live,
     workspace_of,
 )
-from aka_graph.nodes.baseline_v0 import incumbent_from_record
-from aka_graph.nodes.implement import copy_reviews
 from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
 from aka_graph.tools.records.memory import (
@@ -47,11 +47,10 @@ def v0_latencies(ws_root: Path) -> dict[str, float]:
 def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     version = state.next_version
-    work = ws.results_dir / "v1"
-    kernel_dir, marker = work / "kernel", work / "agent_done.json"
+    kernel_dir, marker = ws.layout.v1_kernel, ws.layout.v1_agent_done
     # tokens of a finished agent turn are in the state only if this node already returned (blocked) once
     counted = state.blocked is not None and state.blocked.node == "framework_baseline_v1"
     if version_path(ws.root, version).is_file():  # crashed after recording: read back, count the turn once
@@ -59,7 +58,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
         done = json.loads(marker.read_text()) if marker.is_file() and not counted else {}
         incumbent = state.incumbent
         if record.decision == "pinned":
-            incumbent = incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
+            incumbent = incumbent_from_record(record, ws.layout.frozen_version(version))
         return {
             "tokens_spent": done.get("tokens", 0),
             "agent_sessions": done.get("sessions", 0),
@@ -80,7 +79,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             cwd=worktree,
             effort=config.agent_effort,
             timeout_s=config.agent_timeout_s,
-            transcript_dir=ws.transcripts_dir / "v1",
+            transcript_dir=ws.layout.transcripts("v1"),
             labels={"episode": "v1", "trial": "1", "framework": config.framework},
         )
 
@@ -121,10 +120,10 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
         )
     else:
         node = "framework_baseline_v1"
-        result, block = evaluate_with_settings(ctx, state, node, kernel_dir, work / "evaluation")
+        result, block = evaluate_with_settings(ctx, state, node, kernel_dir, ws.layout.v1_evaluation)
         if block is not None:
             return {**spent, "blocked": block}
-        path = save_result(result, work / "evaluation" / "result.json")
+        path = save_result(result, ws.layout.result_in(ws.layout.v1_evaluation))
         ledger.record(
             result,
             episode=V1_EPISODE,
@@ -140,7 +139,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
                 f"V1: first {config.framework} kernel",
                 overrides={"kernel.py": kernel_dir / "kernel.py"},
             )
-            freeze_kernel(kernel_dir, ws.results_dir / "versions" / f"v{version}")
+            freeze_kernel(kernel_dir, ws.layout.frozen_version(version))
         record = VersionRecord.from_evaluation(
             version,
             "v1",
@@ -162,5 +161,5 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     )
     incumbent = state.incumbent
     if record.decision == "pinned":
-        incumbent = incumbent_from_record(ws.root, record, ws.results_dir / "versions" / f"v{version}")
+        incumbent = incumbent_from_record(record, ws.layout.frozen_version(version))
     return {**spent, "incumbent": incumbent, "next_version": version + 1, "blocked": None}

@@ -6,8 +6,6 @@ from exactly where the interrupted one did. Edits outside the editable files rej
 
 from __future__ import annotations
 
-import shutil
-from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -16,6 +14,7 @@ from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import (
     budget_left,
+    copy_reviews,
     ctx_of,
     emit,
     freeze_kernel,
@@ -29,24 +28,10 @@ from aka_graph.state import CampaignState, TrialRecord
 from aka_graph.tools.records.workspace import digest_changes
 
 
-def trial_dir(ws_root: Path, episode: int, trial: int) -> Path:
-    return ws_root / "results" / f"e{episode}" / f"t{trial}"
-
-
-def copy_reviews(state: CampaignState, worktree: Path) -> None:
-    """Reviewer notes (kept outside the worktree) become plans/reviews/ for the implementer to read."""
-    for note in state.reviews.values():
-        src = Path(note.notes_path)
-        if note.episode == state.episode and src.is_file():
-            dest = worktree / "plans" / "reviews" / src.name
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copyfile(src, dest)
-
-
 def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     episode, trial = state.episode, state.trial + 1
     worktree = ws.create_episode(episode)
@@ -60,7 +45,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
         cwd=worktree,
         effort=config.agent_effort,
         timeout_s=config.agent_timeout_s,
-        transcript_dir=ws.transcripts_dir / f"e{episode}" / f"t{trial}",
+        transcript_dir=ws.layout.transcripts(episode, trial),
         labels={
             "episode": str(episode),
             "trial": str(trial),
@@ -97,7 +82,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
         record.status, record.message = "NO_KERNEL", last.error if last else "agent produced nothing"
     else:
         ws.snapshot_episode(episode, f"episode {episode} trial {trial}")
-        kernel_dir = freeze_kernel(worktree, trial_dir(ws.root, episode, trial) / "kernel")
+        kernel_dir = freeze_kernel(worktree, ws.layout.trial_kernel(episode, trial))
         record.kernel_dir = str(kernel_dir)
         record.message = "" if last.ok else f"agent ended badly: {last.error or last.exit_code}"
     emit(

@@ -18,7 +18,7 @@ from aka_graph.state import CampaignState
 def plan_episode(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     plan = plan_next_episode(state)
     episode = state.episode + 1
     worktree = ws.create_episode(episode)
@@ -55,7 +55,7 @@ def plan_episode(state: CampaignState, runtime: Runtime[CampaignContext]) -> dic
             cwd=worktree,
             effort=config.agent_effort,
             timeout_s=config.agent_timeout_s,
-            transcript_dir=ws.transcripts_dir / f"e{episode}" / "plan",
+            transcript_dir=ws.layout.transcripts(episode) / "plan",
             labels={"episode": str(episode), "kind": plan.kind, "framework": plan.framework},
         )
 

@@ -34,7 +34,7 @@ def policy_verdict(text: str) -> tuple[bool, str]:
 def policy_review(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     incumbent, candidate = state.incumbent, state.candidate
     assert incumbent is not None and candidate is not None
@@ -52,7 +52,7 @@ def policy_review(state: CampaignState, runtime: Runtime[CampaignContext]) -> di
             cwd=worktree,
             effort="medium",
             timeout_s=config.agent_timeout_s,
-            transcript_dir=ws.transcripts_dir / f"e{state.episode}" / "policy",
+            transcript_dir=ws.layout.transcripts(state.episode) / "policy",
             labels={"episode": str(state.episode), "trial": str(candidate.trial)},
         )
 

@@ -12,8 +12,15 @@ from langgraph.runtime import Runtime
 
 from aka_graph.context import CampaignContext
 from aka_graph.edges import gluon_locked_after, next_stalls
-from aka_graph.nodes._common import ctx_of, emit, freeze_kernel, ledger_of, update_live, workspace_of
-from aka_graph.nodes.baseline_v0 import load_result
+from aka_graph.nodes._common import (
+    ctx_of,
+    emit,
+    freeze_kernel,
+    ledger_of,
+    load_result,
+    update_live,
+    workspace_of,
+)
 from aka_graph.state import CampaignState, Decision, Incumbent
 from aka_graph.tools.records.memory import (
     QualityGate,
@@ -67,10 +74,10 @@ def verdict_numbers(path: Path, decision: Decision) -> dict[str, Any]:
 
 def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
-    ws = workspace_of(state)
+    ws = workspace_of(ctx, state)
     version, episode = state.next_version, state.episode
     decision = episode_decision(state)
-    frozen = ws.results_dir / "versions" / f"v{version}"
+    frozen = ws.layout.frozen_version(version)
     candidate = state.candidate
     promoted = decision.outcome == "promoted" and candidate is not None
     message = f"v{version} (episode {episode}): {decision.outcome} — {decision.reason}"[:500]
@@ -95,7 +102,7 @@ def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str
             framework=state.episode_framework,
             commit=commit if promoted else None,
             reason=decision.reason,
-            verdict=verdict_numbers(ws.results_dir / f"e{episode}" / "verify" / "verdict.json", decision),
+            verdict=verdict_numbers(ws.layout.verdict(episode), decision),
             experiments=experiments,
             quality_gate=QualityGate(
                 passed=state.policy_ok is not False,

@@ -13,7 +13,7 @@ CONTRACT = (
 
 def entry_point(state: CampaignState) -> str:
     """What kernel.py must define, by operator format (what the evaluator will call)."""
-    if state.op_format == "sol":
+    if state.target.op_format == "sol":
         return (
             "kernel.py must define run(*inputs, *outputs) that writes the pre-allocated outputs in place "
             "(destination-passing, in the order of op/definition.json); the V0 reference returns its "
@@ -62,8 +62,8 @@ def implement_prompt(state: CampaignState, trial: int) -> str:
     reviews = [r for r in state.reviews.values() if r.episode == state.episode]
     review_text = "\n".join(f"- {r.reviewer}: {r.notes_path}" for r in reviews) or "- none"
     return (
-        f"{task}\n\n{_incumbent_line(state)}\nOperator: {state.op_name} on {state.platform} "
-        f"({state.arch}). Public operator files are in op/, past versions in memory/.\n\n"
+        f"{task}\n\n{_incumbent_line(state)}\nOperator: {state.target.op_name} on {state.target.platform} "
+        f"({state.target.arch}). Public operator files are in op/, past versions in memory/.\n\n"
         f"Trials so far:\n{_trial_lines(state.trials)}\n\nReviewer notes:\n{review_text}\n\n"
         f"{entry_point(state)} {CONTRACT}\n"
         "When done, reply with a short summary of what you changed and why."
@@ -72,8 +72,8 @@ def implement_prompt(state: CampaignState, trial: int) -> str:
 
 def plan_prompt(state: CampaignState, episode: int, plan_path: str) -> str:
     return (
-        f"Plan episode {episode} for operator {state.op_name} ({state.episode_framework} on "
-        f"{state.platform}). {_incumbent_line(state)} Read memory/ for what was tried. Write the plan "
+        f"Plan episode {episode} for operator {state.target.op_name} ({state.episode_framework} on "
+        f"{state.target.platform}). {_incumbent_line(state)} Read memory/ for what was tried. Write the plan "
         f"(hypotheses, experiments, risks) to {plan_path}. Do not edit kernel.py in this turn.\n{CONTRACT}"
     )
 
@@ -106,7 +106,7 @@ def smoke_shapes(latencies: dict[str, float]) -> list[str]:
 def v1_prompt(state: CampaignState, smoke: list[str]) -> str:
     shapes = ", ".join(smoke) if smoke else "a few shapes"
     return (
-        f"Write a first {state.config.framework}-native kernel for {state.op_name} in kernel.py, "
+        f"Write a first {state.config.framework}-native kernel for {state.target.op_name} in kernel.py, "
         f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
         f"Smoke-test on the workloads {shapes} (fast, median and slow for the reference). "
         f"{_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
@@ -115,8 +115,8 @@ def v1_prompt(state: CampaignState, smoke: list[str]) -> str:
 
 def policy_prompt(state: CampaignState, patch: str) -> str:
     return (
-        f"Policy review (production mode) of the candidate for {state.op_name}. The candidate must be a "
-        "general kernel: no special-casing of benchmark shapes or input values, no caching of outputs "
+        f"Policy review (production mode) of the candidate for {state.target.op_name}. The candidate must "
+        "be a general kernel: no special-casing of benchmark shapes or input values, no caching of outputs "
         "across calls, no work on other streams or threads, no timer tricks. Here is its diff:\n\n"
         f"{patch[:20000]}\n\nReply with a first line exactly 'POLICY: PASS' or 'POLICY: FAIL <reason>'."
     )

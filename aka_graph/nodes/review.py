@@ -13,7 +13,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.context import CampaignContext, context_for
-from aka_graph.nodes._common import emit, ledger_of, open_workspace, run_agent
+from aka_graph.nodes._common import emit, ledger_of, run_agent
 from aka_graph.nodes.prompts import review_prompt, v1_review_prompt
 from aka_graph.state import ReviewNote, ReviewTask
 
@@ -21,13 +21,12 @@ from aka_graph.state import ReviewNote, ReviewTask
 def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     task = ReviewTask.model_validate(task) if isinstance(task, dict) else task
     ctx = context_for(runtime.context if runtime is not None else None, task.config)
-    ws = open_workspace(task.config, task.op_name, task.platform)
-    root = ws.root
+    ws = ctx.workspace(task.workspace_root)
     worktree = ws.episode_path(task.episode)
     if task.episode == 0:  # V1 guidance: no worktree yet; each reviewer reads a private copy of op/
-        worktree = root / "results" / "e0" / f"review_{task.reviewer}"
+        worktree = ws.layout.v1_review_copy(task.reviewer)
         shutil.copytree(ws.op_dir, worktree / "op", dirs_exist_ok=True)
-    notes = root / "results" / f"e{task.episode}" / "reviews" / f"{task.reviewer}.md"
+    notes = ws.layout.review_notes(task.episode, task.reviewer)
     notes.parent.mkdir(parents=True, exist_ok=True)
     plan_rel = f"plans/episode_{task.episode}.md"
     run = AgentRun(
@@ -38,7 +37,7 @@ def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext])
         cwd=worktree,
         effort="medium",
         timeout_s=task.config.agent_timeout_s,
-        transcript_dir=ws.transcripts_dir / f"e{task.episode}" / f"review_{task.reviewer}",
+        transcript_dir=ws.layout.transcripts(task.episode) / f"review_{task.reviewer}",
         labels={"episode": str(task.episode), "reviewer": task.reviewer},
     )
     emit(runtime, ctx, "review", "agent_started", episode=task.episode, reviewer=task.reviewer)

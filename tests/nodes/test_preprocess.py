@@ -16,9 +16,10 @@ from campaign_fakes import (
 )
 from langgraph.runtime import Runtime
 
-from aka_graph.nodes.preprocess import OperatorError, detect_gpu, operator_identity, preprocess
+from aka_graph.nodes.preprocess import preprocess
 from aka_graph.nodes.problem import ProblemDerivationError
 from aka_graph.state import CampaignConfig, CampaignState
+from aka_graph.target import OperatorError, detect_gpu, operator_identity
 from aka_graph.tools.evaluator.arch import UnknownPlatformError
 
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
+from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, NATIVE_SHAPES_FILE, operator_format
 from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Status, TimingMethod
 from aka_graph.tools.evaluator.sandbox.job import Sandbox, SandboxJob, SandboxResult
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
-HIDDEN_OPERATOR_FILES = frozenset({"metadata.json", "roofline.json"})
-NATIVE_FILES = ("reference.py", "input.py", "shapes.json")
+NATIVE_FILES = (*NATIVE_CODE_FILES, NATIVE_SHAPES_FILE)
 
 
 class ComparisonRound(BaseModel):
@@ -38,7 +38,7 @@ class ComparisonResult(BaseModel):
 def operator_inputs(op_dir: Path) -> dict[str, Path]:
     """What of the operator enters the job: never the hidden files (metadata.json, roofline.json)."""
     op_dir = Path(op_dir)
-    if (op_dir / "reference.py").is_file() and not (op_dir / "definition.json").is_file():
+    if operator_format(op_dir) == "native":
         return {f"op/{name}": op_dir / name for name in NATIVE_FILES if (op_dir / name).is_file()}
     return {
         f"op/{p.name}": p

@@ -18,9 +18,8 @@ from pydantic import BaseModel, Field
 
 from aka_graph.cli_agents.base import TokenUsage
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.tools.records.layout import CampaignLayout
 
-MEMORY_DIR = "memory"
-LIVE_FILE = "live.json"
 VERSION_FILE = re.compile(r"^v(\d+)\.json$")
 
 Decision = Literal[
@@ -160,7 +159,7 @@ def atomic_write_text(path: Path, text: str) -> Path:
 
 
 def version_path(ws_root: Path, version: int) -> Path:
-    return Path(ws_root) / MEMORY_DIR / f"v{version}.json"
+    return CampaignLayout(Path(ws_root)).version_record(version)
 
 
 def write_version_record(ws_root: Path, version: int, record: VersionRecord) -> Path:
@@ -170,17 +169,18 @@ def write_version_record(ws_root: Path, version: int, record: VersionRecord) -> 
 
 
 def write_live(ws_root: Path, record: LiveRecord) -> Path:
-    return atomic_write_text(Path(ws_root) / MEMORY_DIR / LIVE_FILE, record.model_dump_json(indent=2) + "\n")
+    path = CampaignLayout(Path(ws_root)).live_record
+    return atomic_write_text(path, record.model_dump_json(indent=2) + "\n")
 
 
 def read_live(ws_root: Path) -> LiveRecord | None:
-    path = Path(ws_root) / MEMORY_DIR / LIVE_FILE
+    path = CampaignLayout(Path(ws_root)).live_record
     return LiveRecord.model_validate_json(path.read_text()) if path.is_file() else None
 
 
 def read_version_records(ws_root: Path) -> list[VersionRecord]:
     """Every `memory/v<N>.json`, ordered by version; a malformed one raises naming the file."""
-    directory = Path(ws_root) / MEMORY_DIR
+    directory = CampaignLayout(Path(ws_root)).memory_dir
     found: list[tuple[int, Path]] = []
     if directory.is_dir():
         for p in directory.iterdir():

@@ -12,10 +12,10 @@ from pathlib import Path
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from aka_graph.tools.records.layout import CampaignLayout
 from aka_graph.tools.records.ledger import Ledger
 from aka_graph.tools.records.memory import VersionRecord, atomic_write_text
 
-REPORT_DIR = "report"
 KEPT = ("baseline", "pinned", "promoted")
 COLORS = {"baseline": "tab:blue", "pinned": "tab:cyan", "promoted": "tab:green", "rejected": "tab:gray",
           "incorrect": "tab:red", "forbidden_edit": "tab:purple", "policy_rejected": "tab:orange"}
@@ -92,7 +92,7 @@ def plot_objective(records: list[VersionRecord], path: Path) -> Path:
 
 def render_markdown(ws_root: Path, records: list[VersionRecord], ledger: Ledger | None,
                     plot_name: str) -> str:
-    marker = ws_root / ".aka_campaign.json"
+    marker = CampaignLayout(ws_root).marker
     identity = json.loads(marker.read_text()) if marker.is_file() else {}
     title = identity.get("op_name", ws_root.name)
     v0 = next((r for r in records if r.kind == "v0"), None)
@@ -180,6 +180,6 @@ def _numbers(numbers: dict[str, object]) -> str:
 def write_final_report(ws_root: Path, records: list[VersionRecord], ledger: Ledger | None) -> Path:
     """Write `report/report.md` (+ `report/objective.png`) under the campaign root; returns the Markdown."""
     ws_root = Path(ws_root)
-    out = ws_root / REPORT_DIR
+    out = CampaignLayout(ws_root).report_dir
     plot = plot_objective(records, out / "objective.png")
     return atomic_write_text(out / "report.md", render_markdown(ws_root, records, ledger, plot.name))

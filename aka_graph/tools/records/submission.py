@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from aka_graph.tools.records.layout import CampaignLayout
 from aka_graph.tools.records.memory import atomic_write_text
 
 SOURCE_SUFFIXES = (".py", ".cu", ".cuh", ".cpp", ".cc", ".c", ".h", ".hpp", ".cxx")
@@ -81,10 +82,11 @@ def write_submission(ws_root: Path, op_dir: Path, kernel_dir: Path, *, author: s
                      languages: list[str] | None = None, dependencies: list[str] | None = None) -> Path:
     """Write `<ws_root>/submission.json`; the target hardware defaults to the campaign's platform."""
     if target_hardware is None:
-        marker = Path(ws_root) / ".aka_campaign.json"
+        marker = CampaignLayout(Path(ws_root)).marker
         platform = json.loads(marker.read_text()).get("platform") if marker.is_file() else None
         target_hardware = [platform] if platform else []
     submission = build_submission(op_dir, kernel_dir, author=author, name=name,
                                   target_hardware=target_hardware, languages=languages,
                                   dependencies=dependencies)
-    return atomic_write_text(Path(ws_root) / "submission.json", json.dumps(submission, indent=2) + "\n")
+    path = CampaignLayout(Path(ws_root)).submission
+    return atomic_write_text(path, json.dumps(submission, indent=2) + "\n")

@@ -24,10 +24,13 @@ from typing import Literal
 import git
 from pydantic import BaseModel
 
+from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, SOL_FILES
+from aka_graph.tools.records.layout import MARKER_FILE, CampaignLayout
+
 AUTHOR_NAME = "aka_graph"
 AUTHOR_EMAIL = "aka_graph@localhost"
 CAMPAIGN_BRANCH = "campaign"
-MARKER = ".aka_campaign.json"
+MARKER = MARKER_FILE
 EVIDENCE_PATTERNS = ("plans/*", "profiles/*")
 PROTECTED_PATTERNS = (
     "op/*", "harness/*", "skills/*", ".claude/skills/*", ".agents/skills/*", ".qoder/skills/*",
@@ -54,9 +57,9 @@ __pycache__/
 .pi/
 """
 SKILL_LINK_DIRS = (".claude/skills", ".agents/skills", ".qoder/skills")
-SOL_PUBLIC = ("definition.json", "workload.jsonl")
-NATIVE_CODE = ("reference.py", "input.py")
-NEVER_COPIED = ("metadata.json", "roofline.json")
+SOL_PUBLIC = SOL_FILES
+NATIVE_CODE = NATIVE_CODE_FILES
+NEVER_COPIED = HIDDEN_OPERATOR_FILES
 
 
 class WorkspaceError(RuntimeError):
@@ -123,6 +126,7 @@ class CampaignWorkspace:
 
     def __init__(self, root: Path, identity: dict[str, object]) -> None:
         self.root = root
+        self.layout = CampaignLayout(root)
         self.identity = identity
         self.repo = git.Repo(root)
         self.campaign_branch = CAMPAIGN_BRANCH
@@ -171,6 +175,20 @@ class CampaignWorkspace:
                   f"Campaign {root.name}: workspace created")
         return ws
 
+    @classmethod
+    def reopen(cls, root: Path) -> CampaignWorkspace:
+        """A workspace `open_or_create` made earlier, with the identity its marker file records."""
+        marker = CampaignLayout(Path(root)).marker
+        try:
+            identity = json.loads(marker.read_text())
+        except FileNotFoundError as e:
+            raise WorkspaceError(f"{root} is not a campaign workspace (no {MARKER}): run preprocess") from e
+        except json.JSONDecodeError as e:
+            raise WorkspaceError(f"{marker} is not valid JSON ({e}); restore it from git") from e
+        ws = cls(Path(root), identity)
+        ws._checkout_campaign()
+        return ws
+
     def _checkout_campaign(self) -> None:
         if self.repo.head.is_detached or self.repo.active_branch.name != CAMPAIGN_BRANCH:
             if self.repo.is_dirty(untracked_files=False):
@@ -182,22 +200,22 @@ class CampaignWorkspace:
     # ---- paths ----------------------------------------------------------------------------------
     @property
     def results_dir(self) -> Path:
-        return self.root / "results"
+        return self.layout.results_dir
 
     @property
     def transcripts_dir(self) -> Path:
-        return self.root / "transcripts"
+        return self.layout.transcripts_dir
 
     @property
     def ledger_path(self) -> Path:
-        return self.root / "records" / "ledger.sqlite"
+        return self.layout.ledger
 
     @property
     def op_dir(self) -> Path:
-        return self.root / "op"
+        return self.layout.op_dir
 
     def episode_path(self, n: int) -> Path:
-        return self.root / "episodes" / str(n)
+        return self.layout.episode_worktree(n)
 
     def episode_branch(self, n: int) -> str:
         return f"episode/{n}"

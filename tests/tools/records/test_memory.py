@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from aka_graph.tools.records import memory
 from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Summary, WorkloadResult
+from aka_graph.tools.records import memory
 from aka_graph.tools.records.memory import LiveRecord, VersionRecord
 
 
