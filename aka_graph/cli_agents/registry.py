@@ -9,6 +9,10 @@ from aka_graph.cli_agents.base import AgentBackend
 BACKEND_NAMES = ("claude", "codex", "qoder", "pi", "replay")
 
 
+class UnknownBackend(ValueError):
+    """`--agent-cli`/`--reviewer` names no backend, or the replay backend has no script (a user error)."""
+
+
 def make_backend(name: str, *, replay_script: Path | None = None) -> AgentBackend:
     """A backend by name; CLI settings come from `AKA_<CLI>_SESSION_SETTINGS` / `AKA_SESSION_SETTINGS`."""
     if name == "claude":
@@ -29,8 +33,8 @@ def make_backend(name: str, *, replay_script: Path | None = None) -> AgentBacken
         return PiBackend()
     if name == "replay":
         if replay_script is None:
-            raise ValueError("the replay backend needs a script: pass replay_script=<path to replay.json>")
+            raise UnknownBackend("the replay backend needs a script: pass --replay-script <path to replay.json>")
         from aka_graph.cli_agents.replay import ReplayBackend
 
         return ReplayBackend(replay_script)
-    raise ValueError(f"unknown agent CLI {name!r}; choose one of: {', '.join(BACKEND_NAMES)}")
+    raise UnknownBackend(f"unknown agent CLI {name!r}; choose one of: {', '.join(BACKEND_NAMES)}")

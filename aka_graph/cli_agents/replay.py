@@ -44,7 +44,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field, ValidationError
 
-from aka_graph.cli_agents.base import AgentNotReady, AgentResult, AgentRun, TokenObserver, TokenUsage
+from aka_graph.cli_agents.base import (
+    AgentNotReady,
+    AgentResult,
+    AgentRun,
+    BudgetExceeded,
+    TokenObserver,
+    TokenUsage,
+)
 
 SCHEMA = "aka_graph.replay.v1"
 
@@ -169,11 +176,15 @@ class ReplayBackend:
             return self._failed(run, transcript, missing, None)
         if turn.sleep_s:
             time.sleep(turn.sleep_s)
-        problem = self._apply(turn, run)
         tokens = turn.tokens.usage()
-        if on_tokens is not None:
-            on_tokens(tokens)
         session = self.session_id(run, turn)
+        if on_tokens is not None:
+            try:  # observed before the edits, as a streaming CLI reports usage while it works
+                on_tokens(tokens)
+            except BudgetExceeded as exc:  # the contract: a stopped turn, never an exception
+                stop = f"stopped by the token budget: {exc}"
+                return self._stopped(run, transcript, session, tokens, stop)
+        problem = self._apply(turn, run)
         final_text = _fill(turn.final_text, run.labels)
         self._write_transcript(transcript, run, turn, session, final_text, problem)
         if problem:
@@ -229,6 +240,14 @@ class ReplayBackend:
         else:
             events.append({"type": "result", "error": problem})
         path.write_text("".join(json.dumps(e, sort_keys=True) + "\n" for e in events))
+
+    def _stopped(self, run: AgentRun, transcript: Path, session: str, tokens: TokenUsage,
+                 error: str) -> AgentResult:
+        """The token observer stopped the turn before its edits: like a CLI whose process group was ended."""
+        self._write_transcript(transcript, run, None, session, "", error)
+        partial = tokens.model_copy(update={"accuracy": "partial"})
+        return AgentResult(exit_code=1, session_id=session, tokens=partial, transcript_path=transcript,
+                           final_text="", failed=True, error=error, stopped=True)
 
     def _failed(self, run: AgentRun, transcript: Path, error: str, turn: ReplayTurn | None) -> AgentResult:
         self._write_transcript(transcript, run, turn, None, "", error)

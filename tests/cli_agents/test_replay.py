@@ -118,3 +118,24 @@ def test_demo_script_covers_the_graphs_roles(tmp_path: Path) -> None:
         assert result.ok, (role, labels, result.error)
         assert result.tokens.total > 0
     assert (tmp_path / "wt" / "plans" / "episode_2.md").read_text().startswith("# Episode 2 plan")
+
+
+def test_a_budget_stop_is_a_stopped_turn_without_its_edits_not_an_exception(tmp_path: Path) -> None:
+    """The contract every backend keeps: an observer raising `BudgetExceeded` ends the turn, the result
+    says `stopped`, and the node records an unevaluated trial instead of failing."""
+    from aka_graph.cli_agents.base import BudgetExceeded
+
+    backend = ReplayBackend(_script(tmp_path, TURNS))
+    cwd = tmp_path / "wt"
+
+    def over_budget(usage: TokenUsage) -> None:
+        raise BudgetExceeded(f"{usage.total} tokens in this turn exceed the 10 left")
+
+    result = backend.run(_run(cwd, episode="1", trial="2"), on_tokens=over_budget)
+    assert result.stopped and result.failed and not result.ok
+    assert result.error == "stopped by the token budget: 125 tokens in this turn exceed the 10 left"
+    assert result.tokens.total == 125 and result.tokens.accuracy == "partial"
+    assert not (cwd / "kernel.py").exists()  # stopped before its edits
+    assert result.transcript_path.is_file()
+    ok = backend.run(_run(cwd, episode="1", trial="2"), on_tokens=lambda usage: None)
+    assert ok.ok and not ok.stopped and (cwd / "kernel.py").is_file()
