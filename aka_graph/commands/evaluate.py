@@ -6,6 +6,7 @@ on any other status (2 on bad arguments)."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +34,15 @@ def evaluate_command(
     runtime_bind: Annotated[
         list[str] | None, typer.Option("--sandbox-ssh-runtime-bind", "--runtime-bind", help="SRC[=DST], ro")
     ] = None,
+    blob_root: Annotated[
+        Path | None,
+        typer.Option(
+            "--blob-root", help="dataset directory that workloads' safetensors paths are relative to"
+        ),
+    ] = None,
+    all_workloads: Annotated[
+        bool, typer.Option("--all-workloads", help="on CPU, every workload (default: a stated subset)")
+    ] = False,
 ) -> None:
     """Evaluate KERNEL on OP_DIR: compile, correctness on every workload, timing, speed of light."""
     from pydantic import ValidationError
@@ -50,6 +60,10 @@ def evaluate_command(
         raise typer.Exit(2)
     if device not in ("auto", "cuda", "cpu"):
         typer.echo(f"aka_graph evaluate: --device {device!r}: use auto, cuda or cpu", err=True)
+        raise typer.Exit(2)
+    problem = operator_problem(op_dir, shape_id, blob_root)
+    if problem:
+        typer.echo(f"aka_graph evaluate: {problem}", err=True)
         raise typer.Exit(2)
     try:
         from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
@@ -77,16 +91,37 @@ def evaluate_command(
             shape_ids=shape_id,
             timeout_s=timeout,
             device=device,
+            blob_root=blob_root.resolve() if blob_root else None,
+            all_workloads=all_workloads,
         )
     finally:
         close = getattr(sandbox, "close", None)
         if close is not None:
             close()
+        if results is None:  # a scratch directory of ours: nothing in it is the user's
+            shutil.rmtree(results_dir, ignore_errors=True)
     data = result.model_dump(by_alias=True, mode="json")
     typer.echo(table(data), err=True)
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     raise typer.Exit(0 if result.status == "PASS" else 1)
+
+
+def operator_problem(op_dir: Path, shape_ids: list[str] | None, blob_root: Path | None) -> str | None:
+    """A malformed or incomplete operator, checked here before any job starts (the harness's own loader,
+    torch-free): the file, the problem and the fix; None when the operator is usable."""
+    from aka_graph.tools.evaluator.harness.blobs import missing_blobs
+    from aka_graph.tools.evaluator.harness.loading import load_operator
+    from aka_graph.tools.evaluator.harness.opmodel import OperatorError
+
+    if blob_root is not None and not blob_root.is_dir():
+        return f"--blob-root {blob_root}: not a directory; pass the dataset directory holding the blobs"
+    try:
+        op = load_operator(op_dir)
+        op.blob_root = blob_root.resolve() if blob_root else None
+        return missing_blobs(op, op.select(shape_ids))
+    except OperatorError as exc:
+        return str(exc)
 
 
 def register(app: typer.Typer) -> None:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, NATIVE_SHAPES_FILE, operator_format
 from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Status, TimingMethod
+from aka_graph.tools.evaluator.sandbox.gpu import needs_gpu_lock
 from aka_graph.tools.evaluator.sandbox.job import Sandbox, SandboxJob, SandboxResult
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
@@ -47,6 +48,19 @@ def operator_inputs(op_dir: Path) -> dict[str, Path]:
     }
 
 
+def blob_inputs(op_dir: Path, blob_root: Path | None, shape_ids: list[str] | None) -> dict[str, Path]:
+    """The safetensors blobs the evaluated workloads read (only those, not the whole dataset), placed in
+    the job under `blobs/` as the harness's `--blob-root blobs` resolves them."""
+    if blob_root is None:
+        return {}
+    from aka_graph.tools.evaluator.harness.blobs import blob_files
+    from aka_graph.tools.evaluator.harness.loading import load_operator
+
+    op = load_operator(Path(op_dir))
+    op.blob_root = Path(blob_root)
+    return {f"blobs/{rel.lstrip('/')}": path for rel, path in blob_files(op, op.select(shape_ids)).items()}
+
+
 def kernel_inputs(kernel: Path) -> dict[str, Path]:
     kernel = Path(kernel)
     if kernel.is_file():
@@ -54,14 +68,29 @@ def kernel_inputs(kernel: Path) -> dict[str, Path]:
     return {"kernel": kernel}
 
 
+def _local(sandbox: Sandbox) -> bool:
+    return getattr(sandbox, "name", "local") == "local"
+
+
 def _python(sandbox: Sandbox) -> str:
-    return sys.executable if getattr(sandbox, "name", "local") == "local" else "python3"
+    return sys.executable if _local(sandbox) else "python3"
 
 
-def _common_args(seeds: int, shape_ids: list[str] | None, device: str, private: bool) -> list[str]:
+def _common_args(
+    seeds: int,
+    shape_ids: list[str] | None,
+    device: str,
+    private: bool,
+    blobs: bool = False,
+    all_workloads: bool = False,
+) -> list[str]:
     args = ["--op-dir", "op", "--seeds", str(seeds), "--device", device]
     if private:  # production mode: messages must not carry the private shapes back
         args.append("--private-shapes")
+    if blobs:
+        args += ["--blob-root", "blobs"]
+    if all_workloads:
+        args.append("--all-workloads")
     for sid in shape_ids or []:
         args += ["--shape-id", sid]
     return args
@@ -109,14 +138,18 @@ def evaluate_kernel(
     gpu_index: int | None = None,
     device: str = "auto",
     private_shapes: bool = False,
+    blob_root: Path | None = None,
+    all_workloads: bool = False,
 ) -> EvaluationResult:
-    """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`."""
+    """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`.
+    `blob_root`: where workloads' safetensors paths resolve; `all_workloads`: no CPU subset."""
+    blobs = blob_inputs(op_dir, blob_root, shape_ids)
     argv = [
         _python(sandbox),
         "-m",
         "harness",
         "evaluate",
-        *_common_args(seeds, shape_ids, device, private_shapes),
+        *_common_args(seeds, shape_ids, device, private_shapes, bool(blobs), all_workloads),
         "--kernel-dir",
         "kernel",
         "--out",
@@ -124,12 +157,12 @@ def evaluate_kernel(
     ]
     job = SandboxJob(
         argv=argv,
-        inputs={"harness": HARNESS_DIR, **operator_inputs(op_dir), **kernel_inputs(kernel_dir)},
+        inputs={"harness": HARNESS_DIR, **operator_inputs(op_dir), **kernel_inputs(kernel_dir), **blobs},
         sync_back=["result.json"],
         timeout_s=timeout_s,
         env={"PYTHONPATH": "."},
         gpu_index=gpu_index,
-        exclusive_gpu=device != "cpu",
+        exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="evaluate",
     )
     result = sandbox.run(job, Path(results_dir))
@@ -158,15 +191,18 @@ def compare_kernels(
     gpu_index: int | None = None,
     device: str = "auto",
     private_shapes: bool = False,
+    blob_root: Path | None = None,
+    all_workloads: bool = False,
 ) -> ComparisonResult:
     """All kernels measured interleaved (`pattern`, `repeats` times) in one job on one GPU allocation."""
-    inputs: dict[str, Path] = {"harness": HARNESS_DIR, **operator_inputs(op_dir)}
+    blobs = blob_inputs(op_dir, blob_root, shape_ids)
+    inputs: dict[str, Path] = {"harness": HARNESS_DIR, **operator_inputs(op_dir), **blobs}
     argv = [
         _python(sandbox),
         "-m",
         "harness",
         "compare",
-        *_common_args(seeds, shape_ids, device, private_shapes),
+        *_common_args(seeds, shape_ids, device, private_shapes, bool(blobs), all_workloads),
         "--pattern",
         pattern,
         "--repeats",
@@ -185,7 +221,7 @@ def compare_kernels(
         timeout_s=timeout_s,
         env={"PYTHONPATH": "."},
         gpu_index=gpu_index,
-        exclusive_gpu=device != "cpu",
+        exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="compare",
     )
     result = sandbox.run(job, Path(results_dir))

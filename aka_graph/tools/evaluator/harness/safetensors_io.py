@@ -1,10 +1,5 @@
-"""safetensors inputs: where a workload's blob lives (`--blob-root`), and a minimal reader (header JSON +
-raw bytes) so the harness needs no extra package.
-
-FlashInfer-Bench workloads name their blobs relative to the dataset root (or by an absolute path on the
-machine that recorded them); the blobs are not shipped with a problem. A missing blob is a user error that
-names the file, the input and the flag that supplies the root.
-"""
+"""safetensors inputs: a minimal reader (header JSON + raw bytes) so the harness needs no extra package,
+and a writer for tests. Where a blob lives (`--blob-root`) is blobs.py's."""
 
 from __future__ import annotations
 
@@ -15,7 +10,8 @@ from typing import Any
 
 import torch
 
-from .opmodel import Operator, OperatorError, Workload
+from .blobs import resolve
+from .opmodel import Operator, OperatorError
 
 _ST_DTYPES = {
     "F32": torch.float32,
@@ -31,49 +27,6 @@ _ST_DTYPES = {
     "F8_E4M3": torch.float8_e4m3fn,
     "F8_E5M2": torch.float8_e5m2,
 }
-
-
-def blob_root(op: Operator) -> Path | None:
-    return op.blob_root
-
-
-def candidates(op: Operator, rel: str) -> list[Path]:
-    """Where a descriptor's `path` may be, in order: under the blob root (as given, then without a
-    leading '/'), as given, then beside the operator's files."""
-    path = Path(rel)
-    root = blob_root(op)
-    found = []
-    if root is not None:
-        found.append(root / rel.lstrip("/"))
-        if path.is_absolute():
-            found.append(root / path.name)
-    found.append(path if path.is_absolute() else op.directory / path)
-    return found
-
-
-def resolve(op: Operator, desc: dict[str, Any]) -> Path | None:
-    return next((p for p in candidates(op, str(desc.get("path") or "")) if p.is_file()), None)
-
-
-def missing_blobs(op: Operator, workloads: list[Workload]) -> str | None:
-    """The user-facing error for the first safetensors input that cannot be found, else None."""
-    missing = [
-        (wl.id, name, str(desc.get("path")))
-        for wl in workloads
-        for name, desc in wl.descriptors.items()
-        if desc.get("type") == "safetensors" and resolve(op, desc) is None
-    ]
-    if not missing:
-        return None
-    wl_id, name, rel = missing[0]
-    root = blob_root(op)
-    where = f"under --blob-root {root}" if root else f"beside {op.directory / 'workload.jsonl'}"
-    return (
-        f"{op.directory / 'workload.jsonl'}: workload {wl_id} reads input {name!r} from the safetensors "
-        f"file {rel}, which is not {where} ({len(missing)} blob reference(s) missing in all). The blobs "
-        "are not shipped with the problem: pass --blob-root DIR, the dataset directory those paths are "
-        "relative to"
-    )
 
 
 def load_tensor(op: Operator, desc: dict[str, Any], input_name: str) -> torch.Tensor:

@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .loading import load_operator
 from .numerics import check_output
@@ -19,7 +20,6 @@ from .opmodel import Operator, OperatorError
 from .policy import scan_kernel_dir
 from .protocol import ChannelTimeout
 from .runner import digest
-from .safetensors_io import missing_blobs
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
 from .subset import representative, workload_elements
 from .trusted import Reference

@@ -7,9 +7,11 @@ job at another card, and one timing job per GPU runs at a time across all campai
 from __future__ import annotations
 
 import fcntl
+import glob
 import os
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 NVIDIA_SMI_QUERY = ("--query-gpu=index,uuid,pci.bus_id", "--format=csv,noheader")
@@ -83,6 +85,24 @@ def gpu_lock_name(key: str) -> str:
     """Lock file name for a GPU (its UUID, or its index where no UUID is known)."""
     safe = re.sub(r"[^A-Za-z0-9_.-]", "_", key)
     return f"aka_graph-gpu{safe}.lock"
+
+
+GPU_DEVICE_GLOBS = ("/dev/nvidia[0-9]*", "/dev/kfd")
+
+
+def host_has_gpu(patterns: tuple[str, ...] = GPU_DEVICE_GLOBS) -> bool:
+    """Whether this host has a GPU device node at all (an NVIDIA card or AMD's kfd)."""
+    return any(glob.glob(pattern) for pattern in patterns)
+
+
+def needs_gpu_lock(device: str, local: bool, has_gpu: Callable[[], bool] = host_has_gpu) -> bool:
+    """Whether an evaluation job takes the host-wide GPU lock: `cuda` always; `auto` unless it runs on
+    this host and this host has no GPU (it will run on the CPU, and must not wait behind a GPU job)."""
+    if device == "cpu":
+        return False
+    if device == "auto" and local:
+        return has_gpu()
+    return True
 
 
 class GpuLock:
