@@ -184,8 +184,8 @@ def check_worker(
     def request(msg: dict[str, Any]) -> dict[str, Any] | None:
         return ks.request(msg, timeout_s)
 
-    pid = ks.worker.proc.pid if ks.worker is not None else -1
-    cpu = None if on_gpu else (lambda: process_cpu_ns(pid))
+    worker = ks.worker
+    cpu = None if on_gpu or worker is None else worker.cpu_ns  # the whole tree: helpers count too
     if ks.round_trip is None:
         ks.round_trip = round_trip_ns(request, cpu)
     if ks.round_trip is None or not ks.alive:

@@ -15,6 +15,8 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
+from .isolate import argv_prefix, die_with_parent, unavailable
+
 PACKAGE = __package__ or "harness"
 
 
@@ -37,8 +39,8 @@ INHERITED = (
 
 
 def worker_env(device: str, build_dir: Path) -> dict[str, str]:
-    """The worker's environment: the runtime's variables, fresh build/cache dirs, HOME and TMPDIR in its
-    private build dir (set on this subprocess only)."""
+    """The worker's environment: the runtime's variables, fresh build/cache dirs, HOME and TMPDIR in
+    `build_dir` (its scratch directory; set on this subprocess only)."""
     env = {k: v for k, v in os.environ.items() if k.startswith(INHERITED) and not k.startswith("AKA")}
     root = str(_package_root())
     env["PYTHONPATH"] = root + (os.pathsep + os.environ["PYTHONPATH"] if os.environ.get("PYTHONPATH") else "")
@@ -55,6 +57,10 @@ def worker_env(device: str, build_dir: Path) -> dict[str, str]:
         env[var] = str(path)
     if device == "cpu":
         env["TRITON_INTERPRET"] = "1"
+        # one thread everywhere (torch sets its own in the worker): BLAS threads that spin after a call
+        # burn CPU time the parent's burst counts but no timed sample does (plausibility.py)
+        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+            env[var] = "1"
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     # torch.compile compiles in a pool of subprocesses by default: one thread keeps an honest kernel's
     # process tree a single process, so any other process is the candidate's own (proctree.py)
@@ -87,17 +93,22 @@ class WorkerProcess:
     def __init__(self, op_dir: Path, kernel_dir: Path, device: str) -> None:
         """`device`: cuda, cpu, or auto (the worker resolves it as the parent does; `wait_ready`
         returns what it chose). The channel is attached once the parent knows its device."""
-        self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_"))
+        self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_")).resolve()
         self.log_path = self.build_dir / "worker.log"
+        self.scratch = self.build_dir / "scratch"  # the only place the jailed worker can write
+        self.scratch.mkdir()
         self.source_dir = Path(kernel_dir)
         self.kernel_dir = self.source_dir
         if self.source_dir.is_dir():
             self.kernel_dir = read_only_copy(self.source_dir, self.build_dir / "kernel")
+        jail = argv_prefix(self.scratch)
+        self.isolation = "namespace" if jail is not None else f"none ({unavailable()})"
         p2w_r, p2w_w = os.pipe()
         w2p_r, w2p_w = os.pipe()
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the worker
         self.proc = subprocess.Popen(
             [
+                *(jail or []),
                 sys.executable,
                 "-m",
                 PACKAGE,
@@ -117,9 +128,10 @@ class WorkerProcess:
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=self.log,
-            env=worker_env(device, self.build_dir),
-            cwd=self.build_dir,
+            env=worker_env(device, self.scratch),
+            cwd=self.scratch,
             start_new_session=True,
+            preexec_fn=die_with_parent,  # before exec: the jail dies with the parent from the start
         )
         self.pid = self.proc.pid
         os.close(p2w_r)
@@ -183,7 +195,24 @@ class WorkerProcess:
         none that outlive a call."""
         from .proctree import descendants
 
-        return descendants(self.pid) if self.proc.poll() is None else []
+        if self.proc.poll() is not None:
+            return []
+        below = descendants(self.pid)
+        if self.isolation == "namespace":  # the jail's `unshare` is the root; its one child is the worker
+            below = [p for p in below if p.ppid != self.pid]
+        return below
+
+    def own_pids(self) -> set[int]:
+        """The worker's own processes: the one spawned, and in the jail the worker under `unshare`."""
+        from .proctree import descendants
+
+        return {self.pid} | {p.pid for p in descendants(self.pid) if p.ppid == self.pid}
+
+    def cpu_ns(self) -> int | None:
+        """CPU time of the worker's whole tree, incl. helpers it started and reaped (proctree.py)."""
+        from .proctree import tree_cpu_ns
+
+        return tree_cpu_ns(self.pid)
 
 
 def become_subreaper() -> bool:
@@ -203,18 +232,20 @@ def stop_workers(states: list[Any]) -> None:
     group kill would hide them), then whatever was re-parented to us as the subreaper (double-forked),
     repeated until nothing is left. Any such process is a REWARD_HACK, attributed through the worker's
     tree or its private build dir; it dominates any earlier verdict (it could have rewritten it)."""
-    from .proctree import describe, kill_all, strays
+    from .proctree import describe, kill_all, reap, strays, table
 
     workers = [ks.worker for ks in states if ks.worker is not None]
     found: dict[int, list[Any]] = {id(ks): ks.worker.spawned() for ks in states if ks.worker is not None}
-    orphans = strays(known={w.pid for w in workers})
+    known = {pid for w in workers for pid in w.own_pids()}  # re-parented to us as they die: not strays
+    orphans = strays(known)
     for worker in workers:
         worker.kill()
     for _ in range(20):  # a stray may fork again while we kill: repeat until none are left
         for procs in found.values():
             kill_all(procs)
         kill_all(orphans)
-        more = strays(known={w.pid for w in workers})
+        more = strays(known)
+        reap([p for p in table().values() if p.pid in known])
         if not more:
             break
         orphans += [p for p in more if p not in orphans]

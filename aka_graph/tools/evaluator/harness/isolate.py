@@ -1,0 +1,82 @@
+"""The worker's jail, by unprivileged user namespaces (`unshare`, util-linux): works where bubblewrap is
+missing, inside a sandbox job as well as on a bare host (issue 13, classes 5-8).
+
+    unshare --user --map-root-user --pid --fork --kill-child --mount-proc --net  sh -c JAIL  ...worker argv
+
+- its own PID namespace: the worker is PID 1 there. It cannot see (or signal, or read the command line
+  of) the trusted parent or anything else on the host; whatever it forks is re-parented to it, never to
+  init; when it dies the kernel kills every process of the namespace, and `--kill-child` kills it when
+  `unshare` dies, which in turn gets SIGKILL when the parent dies (PR_SET_PDEATHSIG set before exec).
+  Nothing outlives the evaluator.
+- no network (an empty network namespace).
+- a read-only view of every file system but its scratch directory: JAIL bind-mounts the scratch onto
+  itself and remounts every other mount read-only, then enters a second user and mount namespace, which
+  locks those flags (a process that is root in the first namespace could otherwise remount them
+  read-write).
+
+Where `unshare` cannot do this (no user namespaces, an old util-linux), `argv_prefix` returns None and
+the caller says so in the result (modes.py); production mode refuses to run then.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import shutil
+import subprocess
+from pathlib import Path
+
+OUTER = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net"]
+# $1: the scratch directory; the rest: the command. /proc (fresh), /dev (device nodes) stay as they are.
+JAIL = r"""
+scratch="$1"; shift
+mount --bind "$scratch" "$scratch" || exit 97
+awk '{print $5}' /proc/self/mountinfo | sort -u | while read -r raw; do
+  mp=$(printf '%b' "$raw")
+  case "$mp" in /proc|/proc/*|/dev|/dev/*|"$scratch") continue ;; esac
+  mount -o remount,bind,ro "$mp" 2>/dev/null
+done
+touch /.aka_jail_probe 2>/dev/null && exit 98
+exec unshare --user --map-root-user --mount -- "$@"
+"""
+JAIL_EXIT = {97: "could not bind the scratch directory", 98: "could not make the file systems read-only"}
+
+
+@functools.cache
+def unavailable() -> str | None:
+    """Why the jail cannot be built here, or None (probed once per process, ~10 ms)."""
+    tools = [name for name in ("unshare", "mount", "awk", "sh") if shutil.which(name) is None]
+    if tools:
+        return f"missing {', '.join(tools)}"
+    probe = Path("/tmp")
+    try:
+        proc = subprocess.run(
+            ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(probe), "true"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"unshare failed to start ({exc})"
+    if proc.returncode != 0:
+        why = JAIL_EXIT.get(proc.returncode) or proc.stderr.strip()[-300:] or f"exit {proc.returncode}"
+        return f"user namespaces are not usable here ({why})"
+    return None
+
+
+def argv_prefix(scratch: Path) -> list[str] | None:
+    """The command prefix that runs a command jailed with `scratch` writable, or None (see module)."""
+    if unavailable() is not None:
+        return None
+    return ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(scratch)]
+
+
+def die_with_parent() -> None:
+    """For preexec_fn: PR_SET_PDEATHSIG(SIGKILL), kept across exec, so the process (and with it the
+    jail) dies when the trusted parent does, even before the worker's own code runs."""
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+        import signal
+
+        ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL), 0, 0, 0)
