@@ -2,8 +2,10 @@
 
 Each invocation runs with stdin closed, in its own process session (so the whole tree it spawns is one
 process group), under a wall-clock deadline; on timeout or stop the group gets SIGTERM, then SIGKILL
-after a grace period, and whatever is left of the group is killed once the leader is gone. Raw stdout and
-stderr are saved as the transcript; stdout is also handed to the caller line by line while it streams.
+after a grace period, and whatever is left of the group is killed once the leader is gone (the signalling
+is `aka_graph.process_tree`'s, shared with the sandbox: the group and every member of the session). Raw
+stdout and stderr are saved as the transcript; stdout is also handed to the caller line by line while it
+streams.
 """
 
 from __future__ import annotations
@@ -21,6 +23,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
+
+from aka_graph.process_tree import group_alive, signal_tree, wait_group_gone
+
+__all__ = ["ProcessOutcome", "TranscriptPaths", "group_alive", "run_streaming"]
 
 LineHandler = Callable[[str], str | None]
 """Gets each stdout line (without the newline); returns None to continue or a reason to stop the run."""
@@ -63,22 +69,6 @@ class ProcessOutcome:
     transcript: TranscriptPaths
     leftover_killed: bool = False
     extra: dict[str, object] = field(default_factory=dict)
-
-
-def _signal_group(pgid: int, sig: signal.Signals) -> bool:
-    """Send `sig` to the group; False when the group no longer exists."""
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # a member changed credentials; nothing more we may do
-        return False
-    return True
-
-
-def group_alive(pgid: int) -> bool:
-    """Whether any process of the group still exists (zombies included until reaped)."""
-    return _signal_group(pgid, 0)  # type: ignore[arg-type]
 
 
 def run_streaming(
@@ -128,7 +118,7 @@ def run_streaming(
         def terminate() -> None:
             nonlocal kill_at
             if kill_at is None:
-                _signal_group(pgid, signal.SIGTERM)
+                signal_tree(pgid, signal.SIGTERM)
                 kill_at = time.monotonic() + term_grace_s
 
         sel = selectors.DefaultSelector()
@@ -143,7 +133,7 @@ def run_streaming(
                     timed_out = True
                     terminate()
                 if kill_at is not None and now >= kill_at:
-                    _signal_group(pgid, signal.SIGKILL)
+                    signal_tree(pgid, signal.SIGKILL)
                 if exited_at is None and proc.poll() is not None:
                     exited_at = now
                 if exited_at is not None and now - exited_at > DRAIN_AFTER_EXIT_S:
@@ -173,8 +163,8 @@ def run_streaming(
             exit_code = _reap(proc, pgid, term_grace_s)
             leftover = group_alive(pgid)
             if leftover:
-                _signal_group(pgid, signal.SIGKILL)
-                _wait_group_gone(pgid, timeout_s=5.0)
+                signal_tree(pgid, signal.SIGKILL)
+                wait_group_gone(pgid, timeout_s=5.0)
             proc.stdout.close()
             proc.stderr.close()
             wall_s = time.monotonic() - start
@@ -189,16 +179,6 @@ def run_streaming(
     return ProcessOutcome(exit_code, timed_out, stop_reason, wall_s, pgid, transcript, leftover)
 
 
-def _wait_group_gone(pgid: int, timeout_s: float) -> bool:
-    """Killed orphans linger as zombies until init reaps them; wait (briefly) until the group is empty."""
-    deadline = time.monotonic() + timeout_s
-    while group_alive(pgid):
-        if time.monotonic() > deadline:
-            return False
-        time.sleep(0.02)
-    return True
-
-
 def _handle(on_line: LineHandler | None, raw: bytes) -> str | None:
     if on_line is None:
         return None
@@ -210,11 +190,11 @@ def _reap(proc: subprocess.Popen[bytes], pgid: int, grace_s: float) -> int:
     try:
         return proc.wait(timeout=0.5)
     except subprocess.TimeoutExpired:
-        _signal_group(pgid, signal.SIGTERM)
+        signal_tree(pgid, signal.SIGTERM)
     try:
         return proc.wait(timeout=grace_s)
     except subprocess.TimeoutExpired:
-        _signal_group(pgid, signal.SIGKILL)
+        signal_tree(pgid, signal.SIGKILL)
     with contextlib.suppress(subprocess.TimeoutExpired):
         return proc.wait(timeout=5)
     return -9

@@ -13,25 +13,9 @@ from typing import Annotated
 
 import typer
 
+from aka_graph.process_tree import descendants, kill_trees
 
-def descendants(pid: int) -> list[int]:
-    """Every process below `pid` (by parent links in /proc), children first."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = (entry / "stat").read_text()
-            ppid = int(stat.rsplit(")", 1)[1].split()[1])
-        except (OSError, ValueError, IndexError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, todo = [], [pid]
-    while todo:
-        for child in children.get(todo.pop(), []):
-            found.append(child)
-            todo.append(child)
-    return found
+AGENT_GRACE_S = 0.5
 
 
 def child_groups(pid: int) -> set[int]:
@@ -45,12 +29,6 @@ def child_groups(pid: int) -> set[int]:
         with contextlib.suppress(OSError):
             groups.add(os.getpgid(child))
     return groups - {own, os.getpgid(0)}
-
-
-def signal_groups(groups: set[int], sig: int) -> None:
-    for group in groups:
-        with contextlib.suppress(OSError):
-            os.killpg(group, sig)
 
 
 def stop_campaign(workspace: Path, thread_id: str, grace_s: float = 10.0) -> bool:
@@ -74,14 +52,15 @@ def stop_campaign(workspace: Path, thread_id: str, grace_s: float = 10.0) -> boo
     with contextlib.suppress(OSError):
         os.kill(pid, 0)
         os.kill(pid, signal.SIGKILL)  # did not exit in time: end it like a crash (resume handles that)
-    signal_groups(groups, signal.SIGTERM)
-    time.sleep(0.5)
-    signal_groups(groups, signal.SIGKILL)
+    kill_trees(groups, grace_s=AGENT_GRACE_S)
     return True
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("stop")
+    @app.command(
+        "stop",
+        epilog="Exit status: 0 stopped (the stopped `run`/`resume` exits 3); 1 no running campaign found.",
+    )
     def stop(
         workspace: Annotated[Path, typer.Option(help="The --workspace of the running campaign.")] = Path("."),
         campaign: Annotated[

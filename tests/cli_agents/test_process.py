@@ -92,3 +92,42 @@ def test_a_missing_executable_is_an_outcome_not_an_exception(tmp_path: Path) -> 
 def test_transcript_names_never_collide(tmp_path: Path) -> None:
     names = {TranscriptPaths.allocate(tmp_path, "claude", "implementer").stdout for _ in range(50)}
     assert len(names) == 50
+
+
+def test_one_tree_killer_reaches_a_child_that_left_the_process_group(tmp_path: Path) -> None:
+    """`process_tree.kill_tree` (used by the agent CLIs, the local sandbox and `stop`): a grandchild that
+    moved to a process group of its own still dies, because it cannot leave the leader's session."""
+    import os
+    import signal
+    import subprocess
+
+    from aka_graph.process_tree import descendants, kill_tree, session_members, tree_alive
+
+    ready = tmp_path / "ready"
+    (tmp_path / "child.py").write_text(
+        f"import os, time\nos.setpgid(0, 0)\nopen({str(ready)!r}, 'w').close()\ntime.sleep(60)\n"
+    )
+    script = (
+        "import signal, subprocess, sys, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        f"child = subprocess.Popen([sys.executable, {str(tmp_path / 'child.py')!r}])\n"
+        "time.sleep(60)\n"
+    )
+    leader = subprocess.Popen([PY, "-c", script], start_new_session=True)
+    try:
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline and leader.poll() is None
+            time.sleep(0.02)
+        (grandchild,) = descendants(leader.pid)
+        assert os.getpgid(grandchild) != leader.pid and grandchild in session_members(leader.pid)
+        kill_tree(leader.pid, grace_s=0.3)  # the leader ignores SIGTERM: SIGKILL after the grace
+        assert leader.wait(timeout=10) == -signal.SIGKILL
+        deadline = time.monotonic() + 10
+        while tree_alive(leader.pid):
+            assert time.monotonic() < deadline, "a member of the session survived"
+            time.sleep(0.02)
+    finally:
+        if leader.poll() is None:
+            os.killpg(leader.pid, signal.SIGKILL)
+            leader.wait()

@@ -138,7 +138,7 @@ def test_status_of_an_empty_workspace_says_so(tmp_path: Path) -> None:
 
 
 def _children_sleeping(pid: int) -> list[int]:
-    from aka_graph.commands.stop import descendants
+    from aka_graph.process_tree import descendants
 
     return [p for p in descendants(pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
 

@@ -1,15 +1,13 @@
 """Run one process tree under a hard deadline and leave nothing behind.
 
 The child gets its own session; a watchdog thread, not the child's cooperation, enforces the deadline:
-SIGTERM to the process group and every member of the session, a grace period, then SIGKILL. Output goes
+SIGTERM to the process group and every member of the session, a grace period, then SIGKILL
+(`aka_graph.process_tree.kill_tree`, shared with the agent CLIs). Output goes
 to files, so a grandchild holding a pipe open can never hang the caller.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
 import subprocess
 import threading
 import time
@@ -17,7 +15,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-KILL_GRACE_S = 2.0
+from aka_graph.process_tree import KILL_GRACE_S, kill_tree
+
+__all__ = ["KILL_GRACE_S", "ProcessOutcome", "run_tree"]
 
 
 @dataclass(frozen=True)
@@ -25,39 +25,6 @@ class ProcessOutcome:
     returncode: int  # the shell convention: 128 + signal for a signalled child
     timed_out: bool
     wall_s: float
-
-
-def session_members(session_id: int) -> list[int]:
-    """Live pids whose session is `session_id` (catches children that left the process group)."""
-    members = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            stat = Path(f"/proc/{entry.name}/stat").read_text()
-        except OSError:
-            continue
-        fields = stat[stat.rfind(")") + 2 :].split()
-        if fields[0] != "Z" and int(fields[3]) == session_id:
-            members.append(int(entry.name))
-    return members
-
-
-def _signal_tree(leader: int, sig: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(leader, sig)
-    for pid in session_members(leader):
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.kill(pid, sig)
-
-
-def kill_tree(leader: int, grace_s: float = KILL_GRACE_S) -> None:
-    """SIGTERM the session/group of `leader`, wait up to `grace_s`, then SIGKILL whatever is left."""
-    _signal_tree(leader, signal.SIGTERM)
-    deadline = time.monotonic() + grace_s
-    while time.monotonic() < deadline and session_members(leader):
-        time.sleep(0.02)
-    _signal_tree(leader, signal.SIGKILL)
 
 
 def run_tree(
