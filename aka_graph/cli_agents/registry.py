@@ -6,7 +6,7 @@ from pathlib import Path
 
 from aka_graph.cli_agents.base import AgentBackend
 
-BACKEND_NAMES = ("claude", "codex", "qoder", "pi", "replay")
+BACKEND_NAMES = ("claude", "codex", "qoder", "pi", "replay", "outside-loop")
 
 
 class UnknownBackend(ValueError):
@@ -37,4 +37,8 @@ def make_backend(name: str, *, replay_script: Path | None = None) -> AgentBacken
         from aka_graph.cli_agents.replay import ReplayBackend
 
         return ReplayBackend(replay_script)
+    if name == "outside-loop":  # an existing optimizer loop (AKA_OUTSIDE_LOOP_COMMAND) on a command task
+        from aka_graph.cli_agents.outside_loop import OutsideLoopBackend
+
+        return OutsideLoopBackend.from_environment()
     raise UnknownBackend(f"unknown agent CLI {name!r}; choose one of: {', '.join(BACKEND_NAMES)}")

@@ -110,12 +110,14 @@ def run_job(
     repeats: int,
     gpu_index: int | None,
     label: str,
+    stop_after: str | None = None,
 ) -> tuple[dict[str, Any] | None, SandboxResult, list[int]]:
     """Run the job; (the runner's raw facts or None, the sandbox result, the correctness seeds)."""
     results_dir = Path(results_dir)
     results_dir.mkdir(parents=True, exist_ok=True)
     trees = {name: f"trees/{name}" for name in kernels}
     spec = job_spec(loaded, trees, seeds=seeds, device=device, pattern=pattern, repeats=repeats)
+    spec["stop_after"] = stop_after
     spec_path = results_dir / "task_job.json"
     spec_path.write_text(json.dumps(spec, indent=1))
     inputs: dict[str, Path] = {"task_runner.py": RUNNER, "task_job.json": spec_path}
@@ -163,7 +165,9 @@ def infra_error(message: str) -> EvaluationResult:
     )
 
 
-def tree_result(loaded: LoadedTask, raw: dict[str, Any], label: str, seeds: list[int]) -> EvaluationResult:
+def tree_result(
+    loaded: LoadedTask, raw: dict[str, Any], label: str, seeds: list[int], stop_after: str | None = None
+) -> EvaluationResult:
     """One tree's facts (and its benchmark rounds) -> an `EvaluationResult`."""
     task = loaded.task
     facts = raw["trees"][label]
@@ -176,12 +180,19 @@ def tree_result(loaded: LoadedTask, raw: dict[str, Any], label: str, seeds: list
         authoritative=device != "cpu",
         seeds=seeds,
         operator=task.name,
+        phases_s=phase_times(facts),
     )
     stopped = facts.get("stopped")
     if stopped:
         status = STOP_STATUS.get(stopped, "RUNTIME_ERROR")
         return EvaluationResult(status=status, message=_stop_message(facts), **base)
+    if stop_after == "build":
+        return EvaluationResult(status="PASS", message="built fresh (not validated, not timed)", **base)
     problems, rejected = unvalidated(loaded, facts, seeds), False
+    if stop_after == "correctness":
+        status = "INCORRECT" if problems else "PASS"
+        text = "; ".join(problems) or f"built fresh; {len(task.all_cases)} cases correct (not timed)"
+        return EvaluationResult(status=status, message=text, **base)
     rounds = [r for r in raw["rounds"] if r["label"] == label]
     workloads = []
     for case in task.cases.performance:
@@ -223,6 +234,14 @@ def tree_result(loaded: LoadedTask, raw: dict[str, Any], label: str, seeds: list
         message=f"built fresh; {checked} cases correct on {len(seeds)} seeds",
         **base,
     )
+
+
+def phase_times(facts: dict[str, Any]) -> dict[str, float]:
+    """Wall seconds spent in each phase (build, correctness, performance) of one tree."""
+    times: dict[str, float] = {}
+    for phase in facts["phases"]:
+        times[phase["phase"]] = round(times.get(phase["phase"], 0.0) + phase["wall_s"], 3)
+    return times
 
 
 def unvalidated(loaded: LoadedTask, facts: dict[str, Any], seeds: list[int]) -> list[str]:
@@ -293,7 +312,9 @@ class CommandTaskEvaluator:
         timeout_s: float,
         gpu_index: int | None,
         device: str,
+        stop_after: str | None = None,
     ) -> EvaluationResult:
+        """Build, validate and time one tree (`stop_after` "build" or "correctness": fewer phases)."""
         del timeout_s  # the task's own phase limits bound the job (see `job_timeout`)
         loaded = load_task(op_dir)
         raw, result, run_seeds = run_job(
@@ -307,10 +328,11 @@ class CommandTaskEvaluator:
             repeats=1,
             gpu_index=gpu_index,
             label="task-evaluate",
+            stop_after=stop_after,
         )
         if raw is None or result.is_environment_failure:
             return infra_error(_diagnose(result))
-        return tree_result(loaded, raw, "A", run_seeds)
+        return tree_result(loaded, raw, "A", run_seeds, stop_after)
 
     def compare(
         self,
