@@ -137,7 +137,7 @@ class CampaignContext:
     # the campaign's identity, resolved once by whoever starts the graph (the runner); preprocess resolves
     # it itself when the graph runs embedded or under `langgraph dev`
     target: CampaignTarget | None = None
-    _workspaces: Annotated[dict[str, CampaignWorkspace], SkipJsonSchema()] = field(
+    _workspaces: Annotated[dict[str, Any], SkipJsonSchema()] = field(
         default_factory=dict, repr=False, compare=False
     )
 
