@@ -13,6 +13,7 @@ from .plausibility import check_worker
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
+from .spotcheck import verify_timed_calls
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
 READY_TIMEOUT_S = 180.0
@@ -46,6 +47,8 @@ def _start(
                 "init_seed": session.seeds[0][0],
                 "contract": session.contract,
                 "blob_root": str(session.op.blob_root) if session.op.blob_root else None,
+                # a C++ build's own limit ends it (COMPILE_ERROR) before the parent's watchdog would
+                "build_timeout": max(10.0, session.settings.compile_timeout - 30.0),
             },
             session.settings.compile_timeout,
         )
@@ -101,12 +104,15 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
 def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     verdict = ks.verdicts[idx]
     reval = None if verdict.revalidated else [fresh_seed(), 1.0]
+    pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
     reply = ks.request(
         {
             "cmd": "time",
             "wl": idx,
             "bench_seed": session.bench_seed,
             "reval": reval,
+            "reval_first": fresh_seed() % 2 == 1,  # re-validation before or after the timed calls
+            "pool_seed": pool_seed,
             "l2_bytes": session.l2_bytes,
         },
         session.call_timeout * 20 + 60,
@@ -137,6 +143,10 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
                 f"buffers (re-validation after timing): {probe.message}",
             )
             return None
+    wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
+    if wrong is not None or not ks.alive:
+        verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))
+        return None
     latency = float(reply["latency_us"])
     on_gpu = session.device.type == "cuda"
     calls = max(1, int(reply.get("calls") or 1))

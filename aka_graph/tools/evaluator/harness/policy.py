@@ -266,6 +266,15 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
             found += scan_source(path.read_text(errors="replace"), rel)
         elif path.suffix in NATIVE_SUFFIXES:
             found += [f"{rel}: {what}" for what in native_source_problems(path.read_text(errors="replace"))]
+    from .languages.solution import inline_sources  # solution.json `content` the worker writes out and runs
+
+    for rel, text in inline_sources(Path(kernel_dir)).items():
+        if (Path(kernel_dir) / rel).is_file():
+            continue  # the file on disk is what runs, and was scanned above
+        if rel.endswith(".py"):
+            found += scan_source(text, f"solution.json:{rel}")
+        elif rel.endswith(NATIVE_SUFFIXES):
+            found += [f"solution.json:{rel}: {what}" for what in native_source_problems(text)]
     return found
 
 

@@ -24,6 +24,7 @@ from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .protocol import Channel, ChannelClosed
 from .runner import KernelRunner, ReturnError, clone_values, digest, same_bits
+from .timing import HOST_REPS, timed_seed
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
@@ -38,6 +39,9 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         "message": f"{name}: {exc}\n{text}"[-4000:],
     }
 
+
+EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
+POOL_BYTES = 1 << 30  # fresh timed input sets kept at once (the CUDA-event fallback times one per set)
 
 _CHECK = Sentinel.violations  # bound before any candidate runs; a replaced class method is reported
 
@@ -71,9 +75,11 @@ class Worker:
             self.op.blob_root = Path(msg["blob_root"])
         try:
             spec = read_spec(self.kernel_dir, self.op.kind == "native")
-            self.target, self.dps = import_candidate(spec)
-        except (CompileError, OperatorError) as exc:
-            return {"error": {"status": "COMPILE_ERROR", "message": str(exc)[-4000:]}}
+            self.target, self.dps = import_candidate(
+                spec, device_type=self.device.type, build_timeout=msg.get("build_timeout")
+            )
+        except (CompileError, OperatorError) as exc:  # MissingToolchain (a CompileError) is INFRA_ERROR
+            return {"error": {"status": getattr(exc, "status", "COMPILE_ERROR"), "message": str(exc)[-4000:]}}
         if self.op.kind == "native":
             self.dps = False
         return {"violations": _CHECK(self.sentinel), "dps": self.dps}
@@ -151,6 +157,12 @@ class Worker:
                 first = self.factory.make(wl, int(msg["bench_seed"]), 1.0)
                 self.benches[idx] = Bench(self.runner(idx), first, self.device, int(msg.get("l2_bytes", 0)))
             bench = self.benches[idx]
+            reval = None
+            if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw
+                seed, scale = msg["reval"]
+                reval = self._revalidate(idx, bench, int(seed), float(scale))
+            if msg.get("pool_seed") is not None and bench.graph is None:
+                self._fresh_pool(idx, bench, int(msg["pool_seed"]))
             timing = bench.measure()
             reply: dict[str, Any] = {
                 "latency_us": timing.latency_us,
@@ -161,14 +173,35 @@ class Worker:
                 "calls": bench.calls_per_sample,
                 "notes": timing.notes,
                 "violations": list(bench.violations),
+                "kept": sorted(getattr(bench, "kept", {})),
+                "pool_size": len(getattr(bench, "pool", [])),
             }
-            if msg.get("reval") is not None:
+            if msg.get("reval") is not None and reval is None:
                 seed, scale = msg["reval"]
                 reval = self._revalidate(idx, bench, int(seed), float(scale))
+            if reval is not None:
                 reply["violations"] += reval.pop("violations")
                 reply.update(reval)
             reply["violations"] += _CHECK(self.sentinel)
             return reply
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def _fresh_pool(self, idx: int, bench: Bench, pool_seed: int) -> None:
+        """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
+        wl = self.op.workloads[idx]
+        size = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
+        first = self.factory.make(wl, timed_seed(pool_seed, 0), 1.0)
+        nbytes = max(1, sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor)))
+        size = max(2, min(size, POOL_BYTES // nbytes))
+        pool = [first] + [self.factory.make(wl, timed_seed(pool_seed, j), 1.0) for j in range(1, size)]
+        bench.use_pool(pool)
+
+    def timed_outputs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """The kept outputs of the timed calls the parent chose after the fact."""
+        try:
+            kept = self.benches[int(msg["wl"])].kept
+            return {"outputs": [kept.get(int(i)) for i in msg["samples"]]}
         except BaseException as exc:
             return {"error": _failure(exc)}
 
@@ -234,6 +267,7 @@ def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -
         "run": worker.run,
         "time": worker.time,
         "burst": worker.burst,
+        "timed_outputs": worker.timed_outputs,
         "ping": lambda msg: {},
     }
     while True:
