@@ -73,7 +73,9 @@ def test_the_context_keeps_its_target_only_for_the_campaign_it_was_resolved_for(
 def test_an_unsupported_framework_names_the_choices(tmp_path: Path) -> None:
     op = sol_operator(tmp_path / "op")
     with pytest.raises(UnsupportedFramework, match="choose one of triton"):
-        resolve_target(CampaignConfig(op_dir=str(op), framework="gluon"), CountingSandbox(gpu="cpu"))
+        resolve_target(
+            CampaignConfig(op_dir=str(op), platform="cpu", framework="gluon"), CountingSandbox(gpu="cpu")
+        )
 
 
 def test_the_operator_format_is_told_by_its_files(tmp_path: Path) -> None:
