@@ -186,12 +186,32 @@ class Bench:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]
 
+    def use_pool(self, pool: list[list[Any]]) -> None:
+        """Fresh input sets for the eagerly timed calls (issue 13, class 1): call i gets pool[i % len],
+        values the kernel has never seen and cannot derive from those it has; the outputs of every timed
+        call are kept so the parent can verify any of them after the fact (`kept`)."""
+        self.pool, self.kept = pool, {}
+
+    def keep(self, i: int) -> None:
+        k = i % len(self.copies)
+        outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
+        self.kept[i] = [o.detach().clone() if type(o) is torch.Tensor else None for o in outs]
+
     def perturb(self, i: int) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values
         (or on pointers) cannot skip the work while it is being timed. Graph replays need no such thing:
         Python-level caches do not run during a replay, and re-validation catches device-level ones.
         Only an input's compact base is written (an expanded input's elements share memory)."""
         k = i % len(self.copies)
+        if getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
+            fresh = self.pool[i % len(self.pool)]
+            self.write_inputs(k, fresh)
+            for j, v in enumerate(fresh):
+                if not isinstance(v, torch.Tensor):  # a Python scalar input is passed as it is
+                    self.copies[k][j] = v
+            for t in self.outs[k] or []:
+                random_poison_(t)
+            return
         factor = 1.0 + (i + 1) * 2.0**-6
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():
@@ -211,10 +231,13 @@ class Bench:
     def measure(self) -> Timing:
         self._ensure()
         n = len(self.copies)
+        pool = getattr(self, "pool", None)
+        after = self.keep if pool else None
         if self.device.type != "cuda":
-            timing = time_host(self.call, n, self.first_s, prepare=self.perturb)
+            timing = time_host(self.call, n, self.first_s, prepare=self.perturb, after=after)
         elif self.graph is None:
-            timing = time_events(self.call, n, self.l2_bytes, prepare=self.perturb)
+            samples = len(pool) if pool else 30  # one fresh input set per timed call
+            timing = time_events(self.call, n, self.l2_bytes, samples, prepare=self.perturb, after=after)
         else:
             timing = self.graph.measure(self.replays)
         timing.notes = self.notes + timing.notes

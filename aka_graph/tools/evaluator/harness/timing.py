@@ -116,17 +116,28 @@ def judge_capture(kernel_nodes: int | None, calls: int) -> str | None:
     return None
 
 
+def timed_seed(pool_seed: int, j: int) -> int:
+    """The seed of fresh timed input set j (issue 13, class 1): both processes derive it from the one
+    seed the parent drew from os.urandom for this round, so the parent can regenerate the inputs of any
+    timed call it chooses to verify after the fact; nothing about it follows from inputs already seen."""
+    return (pool_seed * 0x9E3779B1 + (j + 1) * 0x85EBCA77) & 0x7FFFFFFF
+
+
+HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh inputs)
+
+
 def time_host(
     call: Call,
     n_copies: int,
     first_call_s: float,
     budget_s: float = 0.5,
     prepare: Callable[[int], None] | None = None,
+    after: Callable[[int], None] | None = None,
 ) -> Timing:
     """Host timing (interpreter/CPU; never authoritative): the process's CPU time per call, which the
     parent can check against the worker's CPU time as the kernel accounts it (plausibility.py).
-    `prepare(i)` runs untimed before call i."""
-    reps = max(2, min(5, int(budget_s / max(first_call_s, 1e-6))))
+    `prepare(i)` runs untimed before call i, `after(i)` untimed after it."""
+    reps = max(2, min(HOST_REPS, int(budget_s / max(first_call_s, 1e-6))))
     samples = []
     for i in range(reps):
         if prepare is not None:
@@ -134,6 +145,8 @@ def time_host(
         t0 = time.process_time_ns()  # CPU time: a busy host's waits for a core do not count
         call(i % n_copies)
         samples.append((time.process_time_ns() - t0) / 1e3)
+        if after is not None:
+            after(i)
     med, spread = summarize(samples)
     return Timing(med, spread, samples, "host_interpreter")
 
@@ -259,9 +272,15 @@ def estimate_us(call: Call, n_copies: int, reps: int = 3) -> float:
 
 
 def time_events(
-    call: Call, n_copies: int, l2_bytes: int, samples: int = 30, prepare: Callable[[int], None] | None = None
+    call: Call,
+    n_copies: int,
+    l2_bytes: int,
+    samples: int = 30,
+    prepare: Callable[[int], None] | None = None,
+    after: Callable[[int], None] | None = None,
 ) -> Timing:
-    """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels."""
+    """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels.
+    `after(i)` runs after call i's end event (in stream order, so it is not timed)."""
     flush = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device="cuda")
     pairs = []
     for i in range(samples):
@@ -273,6 +292,8 @@ def time_events(
         call(i % n_copies)
         end.record()
         pairs.append((start, end))
+        if after is not None:
+            after(i)
     torch.cuda.synchronize()
     data = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
     med, spread = summarize(data)

@@ -1,0 +1,55 @@
+"""After-the-fact verification of timed calls by the trusted parent (issue 13, class 1).
+
+Every eagerly timed call (host timing, the CUDA-event fallback) runs on its own fresh inputs, derived from
+a seed the parent drew for the round (`timing.timed_seed`), and the worker keeps each call's outputs.
+Only once the timing is reported does the parent draw which calls to check, regenerate their inputs,
+run the reference and compare. A kernel that counts calls, or recognises timed inputs, and skips the
+work while timed cannot know which of its timed calls will be checked: to move the median it must skip
+most of them, and then a random sample of a few finds one with near certainty.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import Any
+
+from .timing import timed_seed
+
+VERIFIED_HOST = 3  # of at most 5 timed calls: skipping the 3 that move the median is always caught
+VERIFIED_EVENTS = 5  # of 30: skipping half of them escapes with probability ~3 %
+
+
+def choose(kept: list[int], on_gpu: bool, rng: random.Random | None = None) -> list[int]:
+    """Which timed calls to check, drawn from os.urandom after the timing was reported."""
+    rng = rng or random.SystemRandom()
+    want = VERIFIED_EVENTS if on_gpu else VERIFIED_HOST
+    return sorted(rng.sample(kept, min(want, len(kept))))
+
+
+def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], pool_seed: int) -> str | None:
+    """None when the chosen timed calls computed the right outputs, else the REWARD_HACK message."""
+    size = int(reply.get("pool_size") or 0)
+    if reply.get("method") == "cuda_graph" or size <= 0:
+        return None  # graph replays: re-validation replays the very graph on fresh inputs
+    samples = len(reply.get("samples_us") or [])
+    kept = [int(i) for i in reply.get("kept") or []]
+    if kept != list(range(samples)):
+        return f"the worker kept the outputs of timed calls {kept[:8]}, not of all {samples} it timed"
+    chosen = choose(kept, session.device.type == "cuda")
+    answer = ks.request({"cmd": "timed_outputs", "wl": idx, "samples": chosen}, session.call_timeout + 30)
+    if answer is None:
+        return None  # the request recorded why the worker was stopped
+    if "error" in answer:
+        return f"the timed calls' outputs could not be read back: {answer['error']['message'][:300]}"
+    for i, got in zip(chosen, answer["outputs"], strict=True):
+        inputs = session.reference.inputs(idx, timed_seed(pool_seed, i % size), 1.0)
+        want, _ = session.reference.outputs(idx, inputs)
+        probe = type(ks.verdicts[idx])()
+        if not got:
+            return f"timed call {i}: no outputs kept"
+        if not session.judge_outputs(probe, list(got), list(want)[: len(got)], idx, f"timed call {i}"):
+            return (
+                f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is "
+                f"wrong: {probe.message}: the work was skipped or faked while being timed"
+            )
+    return None
