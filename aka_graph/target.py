@@ -42,6 +42,13 @@ def safe_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.-]+", "_", name).strip("._") or "op"
 
 
+def campaign_dir_name(op_name: str, framework: str, platform: str, production: bool) -> str:
+    for label, value in (("op_name", op_name), ("framework", framework), ("platform", platform)):
+        if not value or "/" in value or value.startswith("."):
+            raise OperatorError(f"invalid {label} {value!r}: use a plain name without '/' or leading '.'")
+    return f"kernel_opt_{op_name}_{framework}_{platform}" + ("_production" if production else "")
+
+
 def operator_format(op_dir: Path) -> OperatorFormat:
     """SOL-ExecBench (definition.json + workload.jsonl) or native Atrex-Bench (reference.py + input.py)."""
     op_dir = Path(op_dir)
@@ -134,8 +141,6 @@ class CampaignTarget(BaseModel):
 
     @property
     def dir_name(self) -> str:
-        from aka_graph.tools.records.workspace import campaign_dir_name
-
         return campaign_dir_name(self.op_name, self.framework, self.platform, self.production)
 
 

@@ -17,6 +17,7 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -24,7 +25,7 @@ from typing import Literal
 import git
 from pydantic import BaseModel
 
-from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, SOL_FILES
+from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, SOL_FILES, campaign_dir_name
 from aka_graph.tools.records.layout import MARKER_FILE, CampaignLayout
 
 AUTHOR_NAME = "aka_graph"
@@ -114,13 +115,6 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
-def campaign_dir_name(op_name: str, framework: str, platform: str, production: bool) -> str:
-    for label, value in (("op_name", op_name), ("framework", framework), ("platform", platform)):
-        if not value or "/" in value or value.startswith("."):
-            raise WorkspaceError(f"invalid {label} {value!r}: use a plain name without '/' or leading '.'")
-    return f"kernel_opt_{op_name}_{framework}_{platform}" + ("_production" if production else "")
-
-
 class CampaignWorkspace:
     """A campaign's git repository; reopening it never loses history."""
 
@@ -131,6 +125,8 @@ class CampaignWorkspace:
         self.repo = git.Repo(root)
         self.campaign_branch = CAMPAIGN_BRANCH
         self.editable_files: list[str] = ["kernel.py"]
+        # called with (repository dir, sha) after every commit made here (production: the leak guard)
+        self.on_commit: Callable[[Path, str], None] | None = None
         self.protected_patterns: list[str] = list(PROTECTED_PATTERNS)
 
     # ---- creation -------------------------------------------------------------------------------
@@ -229,7 +225,10 @@ class CampaignWorkspace:
         if not repo.git.diff("--cached", "--name-only"):
             return None
         repo.git.commit("-q", "--no-verify", "-m", message, env=self._author_env())
-        return repo.head.commit.hexsha
+        sha = repo.head.commit.hexsha
+        if self.on_commit is not None:
+            self.on_commit(Path(repo.working_dir), sha)
+        return sha
 
     def commit(self, paths: list[str], message: str) -> str:
         """Commit these paths (additions, edits, deletions) on the campaign branch; no-op → head sha."""

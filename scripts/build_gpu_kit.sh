@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+# Build the kit a device run carries to the H200 (which has no package index), into the git-ignored .gpu/:
+#   .gpu/whl/          pydantic and its compiled core for CPython 3.12 (the GPU image has no pydantic)
+#   .gpu/coord/whl/    the rest of pyproject's runtime dependencies for cp312 manylinux x86_64, minus what
+#                      the image already has (torch, triton, numpy, matplotlib); pip on the host picks
+#   .gpu/coord/debs/   git (Debian 12) and its libraries, for images without git
+#   .gpu/debs/         bubblewrap and its libraries, so jobs are isolated there as on a development host
+#   .gpu/sol/          the SOL-ExecBench CLI's source (from a `fetch`ed mirror; never committed) and the
+#                      wheels its triton/pytorch/C++ paths import, for the side-by-side timing
+# Usage: bash scripts/build_gpu_kit.sh [SOL_EXECBENCH_GIT_DIR]   (idempotent; re-run after a dependency changes)
+# Then name `.gpu` in the device call's `carry`; benchmarks/gpu_demo.sh and benchmarks/gpu_session.sh use it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+SOL_GIT=${1:-/work/.mirror/NVIDIA+SOL-ExecBench/repo}
+PLAT=(--only-binary=:all: --python-version 3.12 --implementation cp --abi cp312 --abi abi3 --abi none
+      --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 --platform manylinux_2_28_x86_64
+      --platform manylinux_2_27_x86_64 --platform manylinux_2_24_x86_64 --platform manylinux_2_34_x86_64
+      --platform any)
+PIP=(python3 -m pip download -q --disable-pip-version-check "${PLAT[@]}")
+
+mkdir -p .gpu/whl .gpu/coord/whl .gpu/coord/debs .gpu/debs .gpu/sol/whl
+echo "== pydantic (cp312)"
+"${PIP[@]}" -d .gpu/whl pydantic
+
+echo "== coordinator dependencies (cp312), without what the image has"
+python3 - > /tmp/aka-kit-reqs.txt <<'PY'
+import re, tomllib
+data = tomllib.load(open("pyproject.toml", "rb"))["project"]
+skip = {"torch", "triton", "numpy", "matplotlib", "pydantic"}
+for dep in data["dependencies"] + data.get("optional-dependencies", {}).get("kit", []):
+    if re.split(r"[<>=!~ ;\[]", dep)[0].lower() not in skip:
+        print(dep)
+PY
+"${PIP[@]}" -d .gpu/coord/whl -r /tmp/aka-kit-reqs.txt
+# numpy / torch pulled in as dependencies of dependencies are the image's: drop them from the kit
+rm -f .gpu/coord/whl/numpy-* .gpu/coord/whl/torch-* .gpu/coord/whl/triton-* .gpu/coord/whl/nvidia_* \
+      .gpu/coord/whl/matplotlib-* .gpu/coord/whl/pydantic-* .gpu/coord/whl/pydantic_core-*
+
+echo "== Debian packages (git, bubblewrap)"
+if command -v apt-get >/dev/null; then
+  (cd .gpu/coord/debs && apt-get download -q git git-man zlib1g libcurl3-gnutls liberror-perl 2>/dev/null || true)
+  (cd .gpu/debs && apt-get download -q bubblewrap libcap2 libselinux1 libpcre2-8-0 2>/dev/null || true)
+fi
+
+if [ -d "$SOL_GIT" ]; then
+  echo "== SOL-ExecBench CLI from $SOL_GIT"
+  rm -rf .gpu/sol/src && mkdir -p .gpu/sol/src
+  git --git-dir "$SOL_GIT" archive HEAD src examples | tar -x -C .gpu/sol/src
+  "${PIP[@]}" --no-deps -d .gpu/sol/whl cupti-python apache-tvm-ffi torch-c-dlpack-ext || true
+else
+  echo "(no SOL-ExecBench mirror at $SOL_GIT: the side-by-side timing will be skipped)"
+fi
+du -sh .gpu .gpu/* | sort -k2
