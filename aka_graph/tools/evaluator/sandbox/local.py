@@ -47,6 +47,12 @@ log = logging.getLogger(__name__)
 Isolation = Literal["auto", "bwrap", "none"]
 HEALTH_SCRIPT = "aka_health.py"
 _BWRAP_CHECKED: dict[tuple[str, int], str | None] = {}
+_ISOLATION_WARNED: set[str] = set()
+HOW_TO = (  # what the isolation warning tells the user to do
+    "To isolate them: install bubblewrap (Debian/Ubuntu: `apt-get install bubblewrap`) on a kernel that "
+    "allows unprivileged user namespaces (`sysctl kernel.unprivileged_userns_clone=1`; Ubuntu 24.04: "
+    "`sysctl kernel.apparmor_restrict_unprivileged_userns=0`)."
+)
 
 
 class SandboxConfigError(ValueError):
@@ -129,7 +135,9 @@ class LocalSandbox:
                 f"--isolation bwrap: bubblewrap ({bwrap}) {problem}; install the Debian package "
                 "`bubblewrap`, or pass --isolation none to run jobs without isolation"
             )
-        log.warning("sandbox isolation: bubblewrap %s; jobs run WITHOUT isolation", problem)
+        if problem not in _ISOLATION_WARNED:  # once per process: a command may build several sandboxes
+            _ISOLATION_WARNED.add(problem)
+            log.warning("sandbox isolation: bubblewrap %s; jobs run WITHOUT isolation. %s", problem, HOW_TO)
         return "none"
 
     def _bwrap_self_test(self) -> str | None:
