@@ -25,6 +25,20 @@ def _fmt(value: float | None, digits: int = 2, suffix: str = "") -> str:
     return "—" if value is None else f"{value:,.{digits}f}{suffix}"
 
 
+def cell(text: str, limit: int) -> str:
+    """`text` as one Markdown table cell of at most `limit` characters: whitespace collapsed, `|` escaped,
+    and a longer text cut at the last word boundary with "…" (never mid-word: a cut reason must stay
+    readable, and the full text is in the ledger and `memory/vN.json`)."""
+    text = " ".join(text.split()).replace("|", "/")
+    if len(text) <= limit:
+        return text
+    cut = text[: limit - 1]
+    boundary = cut.rfind(" ")
+    if boundary >= limit // 2:  # a single very long token (a path, a digest) is cut where it must be
+        cut = cut[:boundary]
+    return cut.rstrip(" ,;:") + "…"
+
+
 def incumbent_of(records: list[VersionRecord]) -> VersionRecord | None:
     kept = [r for r in records if r.decision in KEPT]
     return kept[-1] if kept else None
@@ -124,21 +138,21 @@ def render_markdown(ws_root: Path, records: list[VersionRecord], ledger: Ledger 
             f"| v{r.version} | {r.kind} | {r.episode if r.episode is not None else '—'} | {r.decision} "
             f"| {_fmt(r.objective)} | {_fmt(r.geomean_latency_us)} | {_fmt(speedup(v0, r), 2, 'x')} "
             f"| {_fmt(r.utilization_pct, 1, ' %')} | {r.timing_method or '—'} | {(r.commit or '—')[:10]} "
-            f"| {r.reason.replace('|', '/')[:120]} |")
+            f"| {cell(r.reason, 240)} |")
     decisions = ledger.decisions() if ledger is not None else []
     if decisions:
         lines += ["", "## Decisions", "", "| episode | step | decision | numbers | reason |",
                   "| --- | --- | --- | --- | --- |"]
         for d in decisions:
             lines.append(f"| {d.episode if d.episode is not None else '—'} | {d.kind} | {d.decision} "
-                         f"| {_numbers(d.numbers)} | {d.message.replace('|', '/')[:160]} |")
+                         f"| {_numbers(d.numbers)} | {cell(d.message, 320)} |")
     entries = ledger.entries() if ledger is not None else []
     if entries:
         lines += ["", "## Evaluations (ledger)", "",
                   "| episode | trial | role | status | objective | kernel sha256 | note |",
                   "| --- | --- | --- | --- | --- | --- | --- |"]
         for e in entries:
-            note = e.message.splitlines()[0][:100].replace("|", "/") if e.message else ""
+            note = cell(e.message.splitlines()[0], 160) if e.message else ""
             lines.append(f"| {e.episode if e.episode is not None else '—'} "
                          f"| {e.trial if e.trial is not None else '—'} | {e.role} | {e.status} "
                          f"| {_fmt(e.objective)} | {e.kernel_sha256[:12]} | {note} |")

@@ -65,3 +65,18 @@ def test_report_without_ledger_or_utilization_still_renders(tmp_path: Path) -> N
     path = write_final_report(tmp_path, records, None)
     assert "Incumbent: —" in path.read_text()
     assert (tmp_path / "report" / "objective.png").is_file()
+
+
+def test_long_reasons_are_cut_at_a_word_boundary_never_mid_word() -> None:
+    from aka_graph.tools.records.report import cell
+
+    reason = ("verification failed correctness or ran badly: A: the worker reported 91449.033 us per call, "
+              "but the harness's own clock times a burst of 1 x 1 calls | of the same invocation\nat "
+              "208613.353 us per call: the reported timing was tampered with")
+    short = cell(reason, 120)
+    assert len(short) <= 120 and short.endswith("…") and "\n" not in short
+    kept = short[:-1]
+    assert reason.replace("|", "/").replace("\n", " ").startswith(kept)
+    assert reason.replace("|", "/").replace("\n", " ")[len(kept)] == " "  # the cut falls between words
+    assert cell("slower by 37 %", 120) == "slower by 37 %"
+    assert cell("x" * 300, 100) == "x" * 99 + "…"  # one unbreakable token is cut where it must be
