@@ -182,6 +182,8 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
             raise ValueError(f"{CONTEXT_FACTORY_ENV}={factory!r}: use the form 'package.module:function'")
         return getattr(importlib.import_module(module_name), attr)(config)
     from aka_graph.cli_agents.registry import make_backend
+    from aka_graph.tasks.evaluator import CommandTaskEvaluator
+    from aka_graph.tasks.loader import is_command_task
     from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
 
     if config.sandbox_ssh:
@@ -198,7 +200,7 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
         sandbox=make_sandbox(spec),
         agent=make_backend(config.agent_cli, replay_script=replay),
         reviewers={name: make_backend(name, replay_script=replay) for name in config.reviewers},
-        evaluator=HarnessEvaluator(),
+        evaluator=CommandTaskEvaluator() if is_command_task(Path(config.op_dir)) else HarnessEvaluator(),
         skills_dir=default_skills_dir(),
     )
 

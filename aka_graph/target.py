@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-OperatorFormat = Literal["sol", "native"]
+OperatorFormat = Literal["sol", "native", "command"]  # command: a kernel inside a source tree
 
 # The files that make an operator of each format. Everything that copies, uploads or checks an operator's
 # files reads these lists.
@@ -50,8 +50,13 @@ def campaign_dir_name(op_name: str, framework: str, platform: str, production: b
 
 
 def operator_format(op_dir: Path) -> OperatorFormat:
-    """SOL-ExecBench (definition.json + workload.jsonl) or native Atrex-Bench (reference.py + input.py)."""
+    """SOL-ExecBench (definition.json + workload.jsonl), native Atrex-Bench (reference.py + input.py), or
+    a command task (a task .toml file, or a directory with aka_task.toml: aka_graph/tasks/)."""
+    from aka_graph.tasks.loader import is_command_task
+
     op_dir = Path(op_dir)
+    if is_command_task(op_dir):
+        return "command"
     if not op_dir.is_dir():
         raise OperatorError(f"--op-dir {op_dir} is not a directory: pass an operator directory")
     if (op_dir / SOL_FILES[0]).is_file():
@@ -78,6 +83,13 @@ def operator_identity(op_dir: Path) -> tuple[str, OperatorFormat]:
         if not isinstance(definition, dict):
             raise OperatorError(f"{op_dir}/definition.json must hold a JSON object with a 'name'")
         return safe_name(str(definition.get("name") or op_dir.name)), fmt
+    if fmt == "command":
+        from aka_graph.tasks.loader import TaskFileError, load_task
+
+        try:
+            return safe_name(load_task(op_dir).name), fmt
+        except TaskFileError as e:
+            raise OperatorError(str(e)) from e
     return safe_name(op_dir.name), fmt
 
 

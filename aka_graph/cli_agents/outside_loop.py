@@ -7,7 +7,7 @@ What the campaign keeps control of:
   (`aka_graph/tasks/driver.py`). Whatever the loop measures itself is only a claim.
 - **The deadline.** The episode's `timeout_s` (from the campaign's budget): the loop runs in its own
   session; at the deadline its whole process group gets SIGTERM then SIGKILL, and any process left in
-  its session is killed too (`cli_agents.process.run_streaming`, `sandbox.process.kill_tree`).
+  its session is killed too (`cli_agents.process.run_streaming`, `process_tree.kill_tree`).
 - **The edits.** Harness files are hashed before the run and checked after it (reverted when changed);
   every other change is checked with git: only the task's editable files may differ. A run that broke
   either rule has its edits undone (editable files included), so nothing it produced can be scored.
@@ -45,11 +45,11 @@ from aka_graph.cli_agents.base import (
     TokenUsage,
 )
 from aka_graph.cli_agents.process import TranscriptPaths, run_streaming
+from aka_graph.process_tree import kill_tree, session_members
 from aka_graph.tasks.driver import write_config
 from aka_graph.tasks.guard import GuardReport, HarnessGuard
 from aka_graph.tasks.loader import LoadedTask, TaskFileError, load_task
 from aka_graph.tasks.seeding import TREE_DIR
-from aka_graph.tools.evaluator.sandbox.process import kill_tree, session_members
 
 COMMAND_ENV = "AKA_OUTSIDE_LOOP_COMMAND"
 TASK_ENV = "AKA_OUTSIDE_LOOP_TASK"

@@ -185,7 +185,8 @@ def tree_result(
     stopped = facts.get("stopped")
     if stopped:
         status = STOP_STATUS.get(stopped, "RUNTIME_ERROR")
-        return EvaluationResult(status=status, message=_stop_message(facts), **base)
+        workloads = checked_workloads(loaded, facts) if stopped == "correctness" else []
+        return EvaluationResult(status=status, workloads=workloads, message=_stop_message(facts), **base)
     if stop_after == "build":
         return EvaluationResult(status="PASS", message="built fresh (not validated, not timed)", **base)
     problems, rejected = unvalidated(loaded, facts, seeds), False
@@ -234,6 +235,25 @@ def tree_result(
         message=f"built fresh; {checked} cases correct on {len(seeds)} seeds",
         **base,
     )
+
+
+def checked_workloads(loaded: LoadedTask, facts: dict[str, Any]) -> list[WorkloadResult]:
+    """The scored cases' correctness outcomes when correctness stopped the evaluation (no times)."""
+    workloads = []
+    for case in loaded.task.cases.performance:
+        verdicts = facts["correctness"].get(case.id, [])
+        failed = [v for v in verdicts if not v["passed"]]
+        errors = [v["max_abs_error"] for v in verdicts if v.get("max_abs_error") is not None]
+        status: Status = "INCORRECT" if failed else "PASS"
+        workloads.append(
+            WorkloadResult(
+                id=case.id,
+                status=status,
+                max_abs_error=max(errors) if errors else None,
+                message=failed[0]["note"] if failed else "",
+            )
+        )
+    return workloads
 
 
 def phase_times(facts: dict[str, Any]) -> dict[str, float]:
@@ -312,10 +332,11 @@ class CommandTaskEvaluator:
         timeout_s: float,
         gpu_index: int | None,
         device: str,
+        private_shapes: bool = False,
         stop_after: str | None = None,
     ) -> EvaluationResult:
         """Build, validate and time one tree (`stop_after` "build" or "correctness": fewer phases)."""
-        del timeout_s  # the task's own phase limits bound the job (see `job_timeout`)
+        del timeout_s, private_shapes  # phase limits bound the job (`job_timeout`); no private shapes here
         loaded = load_task(op_dir)
         raw, result, run_seeds = run_job(
             sandbox,
@@ -347,9 +368,10 @@ class CommandTaskEvaluator:
         timeout_s: float,
         gpu_index: int | None,
         device: str,
+        private_shapes: bool = False,
     ) -> ComparisonResult:
         """Both builds in one job, each in its own tree; their benchmark runs alternate as `pattern`."""
-        del timeout_s
+        del timeout_s, private_shapes
         loaded = load_task(op_dir)
         unknown = set(pattern) - set(kernels)
         if unknown:

@@ -323,10 +323,16 @@ def is_batch(argv: list[str]) -> bool:
 def _case_verdicts(
     group: list[dict[str, Any]], record: dict[str, Any], output: dict[str, Any], batch: bool
 ) -> dict[str, dict[str, Any]]:
-    """Per case: passed only when the command exited 0 AND reported the case as passed (batch mode: a
-    case missing from the report was not validated, so it did not pass), or exited 0 without reporting
-    `passed: false` (per-case mode)."""
+    """Per case: passed only when the command reported the case as passed and exited 0 — or failed
+    because of another case it reported failed (batch mode: a case missing from the report was not
+    validated, so it did not pass) — or, per case, exited 0 without reporting `passed: false`."""
     reported = output.get("cases") if batch else {group[0]["id"]: output}
+    # A failing exit is explained by a case the command itself reported as failed; otherwise (a crash
+    # after a clean report, or per-case mode) it fails every case of the run.
+    explained = isinstance(reported, dict) and any(
+        isinstance(e, dict) and e.get("passed") is False for e in reported.values()
+    )
+    exit_ok = record["exit"] == 0 or (batch and explained)
     verdicts = {}
     for case in group:
         entry = reported.get(case["id"]) if isinstance(reported, dict) else None
@@ -336,8 +342,8 @@ def _case_verdicts(
         elif not isinstance(entry, dict):
             passed, note = False, "not reported by the correctness command"
         else:
-            passed = record["exit"] == 0 and entry.get("passed", not batch) is True
-            if not passed and record["exit"] != 0:
+            passed = exit_ok and entry.get("passed", not batch) is True
+            if not passed and not exit_ok:
                 note = f"exit {record['exit']}"
         entry = entry if isinstance(entry, dict) else {}
         error = entry.get("max_abs_error")

@@ -68,10 +68,18 @@ def test_rebuild_variable_may_not_be_a_runtime_variable(tmp_path: Path) -> None:
 
 def test_command_line_exits_2_with_the_problem(tmp_path: Path) -> None:
     path = edited_task(tmp_path, 'timing_keys = ["device_us"]', 'timing_keys = ["host_time_us"]')
-    proc = subprocess.run([sys.executable, "-m", "aka_graph.tasks", "check", str(path)],
-                          capture_output=True, text=True, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "aka_graph.tasks", "check", str(path)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert proc.returncode == 2
     assert proc.stderr.strip().count("\n") == 0 and "performance.timing_keys" in proc.stderr
-    ok = subprocess.run([sys.executable, "-m", "aka_graph.tasks", "check", str(FIXTURE)],
-                        capture_output=True, text=True, check=False)
+    ok = subprocess.run(
+        [sys.executable, "-m", "aka_graph.tasks", "check", str(FIXTURE)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     assert ok.returncode == 0 and "csrc/native.cpp" in ok.stdout

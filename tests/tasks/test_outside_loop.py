@@ -1,0 +1,112 @@
+"""An outside optimizer loop (tests/fixtures/source_tree/scripted_loop.py) run as an episode by the
+outside-loop backend: killed whole at its deadline, its claimed best re-scored by our evaluator, its
+harness edits and edits outside the editable set caught and undone."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import git
+import pytest
+
+from aka_graph.cli_agents.base import AgentRun
+from aka_graph.cli_agents.outside_loop import OutsideLoopBackend
+from aka_graph.cli_agents.registry import make_backend
+from aka_graph.tasks.loader import load_task
+from aka_graph.tasks.seeding import seed_workspace
+from tests.tasks.conftest import FIXTURE, VARIANTS
+from tests.tasks.test_seeding_guard import campaign_repo
+
+LOOP = FIXTURE / "scripted_loop.py"
+
+
+def alive(pid: int) -> bool:
+    """A live process (a zombie waiting for a reaper is dead)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def episode(minikern: Path, tmp_path: Path, mode: str, timeout_s: float, sandbox=None):
+    ws = tmp_path / "ws"
+    campaign_repo(ws)
+    seed_workspace(load_task(minikern), ws)
+    pids = tmp_path / "pids.json"
+    backend = OutsideLoopBackend(
+        [sys.executable, str(LOOP), mode, str(pids)],
+        minikern,
+        device="cpu",
+        seeds=1,
+        sandbox=sandbox,
+        term_grace_s=1.0,
+    )
+    backend.check_ready()
+    run = AgentRun(
+        role="implementer",
+        prompt="make minikern faster",
+        cwd=ws,
+        timeout_s=timeout_s,
+        transcript_dir=tmp_path / "transcripts",
+        labels={"episode": "1", "trial": "1"},
+    )
+    return backend.run(run), ws, pids
+
+
+def test_the_loop_is_killed_at_its_deadline_with_all_its_children(minikern: Path, tmp_path: Path) -> None:
+    result, _, pids = episode(minikern, tmp_path, "hang", timeout_s=20)
+    assert result.timed_out and not result.ok
+    helper, grandchild = json.loads(pids.read_text())  # spawned before the deadline
+    assert not alive(helper) and not alive(grandchild)
+    assert result.tokens.total == 55 and result.tokens.accuracy == "exact"
+
+
+@pytest.mark.slow
+def test_the_claimed_best_is_rescored_by_our_evaluator(sandbox, minikern: Path, tmp_path: Path) -> None:
+    result, ws, pids = episode(minikern, tmp_path, "optimize", timeout_s=900, sandbox=sandbox)
+    assert result.ok and not result.timed_out, result.error
+    summary = json.loads(result.final_text)
+    # what the loop saw through the driver shim: OUR compile (of a broken C++ edit) and OUR benchmark
+    log = [
+        json.loads(x)
+        for x in (tmp_path / "transcripts/outside_loop/driver_log.jsonl").read_text().splitlines()
+    ]
+    assert [(e["action"], e["status"]) for e in log] == [("compile", "COMPILE_ERROR"), ("bench", "PASS")]
+    claim, rescored = summary["claims"][-1], summary["rescored"]
+    assert claim["objective_us"] == log[1]["objective_us"]
+    assert rescored["status"] == "PASS" and rescored["sha256"] == claim["sha256"]
+    assert rescored["objective_us"] > 0 and rescored["ratio_to_claim"] is not None
+    helper, grandchild = json.loads(pids.read_text())  # left running when the loop exited
+    assert not alive(helper) and not alive(grandchild)
+    assert result.tokens.total == 2150
+    changed = git.Repo(ws).git.status("--porcelain").splitlines()
+    assert changed == [" M tree/minikern/triton_ops.py"]
+    assert (ws / "tree/minikern/triton_ops.py").read_bytes() == (VARIANTS / "triton_ops_fast.py").read_bytes()
+
+
+def test_harness_and_outside_edits_are_undone_and_not_scored(minikern: Path, tmp_path: Path) -> None:
+    result, ws, _ = episode(minikern, tmp_path, "tamper", timeout_s=300)
+    assert result.failed and "bench/bench.py" in result.error and "notes_outside_tree.txt" in result.error
+    state = tmp_path / "transcripts" / "outside_loop"
+    log = [json.loads(x) for x in (state / "driver_log.jsonl").read_text().splitlines()]
+    assert log[0]["status"] == "FORBIDDEN_EDIT"  # the iteration's guard refused to measure
+    assert len((state / "guard.jsonl").read_text().splitlines()) == 2  # that iteration + the end of the run
+    summary = json.loads(result.final_text)
+    assert summary["rescored"] is None
+    assert not git.Repo(ws).is_dirty(untracked_files=True)  # editable edit undone too: nothing to score
+    tree = load_task(minikern).tree
+    assert (ws / "tree/bench/bench.py").read_bytes() == (tree / "bench/bench.py").read_bytes()
+
+
+def test_registry_builds_the_backend_from_the_environment(minikern: Path, monkeypatch) -> None:
+    monkeypatch.setenv("AKA_OUTSIDE_LOOP_COMMAND", f"{sys.executable} {LOOP} hang /dev/null")
+    monkeypatch.setenv("AKA_OUTSIDE_LOOP_TASK", str(minikern))
+    backend = make_backend("outside-loop")
+    assert isinstance(backend, OutsideLoopBackend) and backend.command[-2:] == ["hang", "/dev/null"]
+    backend.check_ready()
+    monkeypatch.setenv("AKA_OUTSIDE_LOOP_COMMAND", "")
+    with pytest.raises(Exception, match="AKA_OUTSIDE_LOOP_COMMAND"):
+        make_backend("outside-loop").check_ready()
