@@ -5,6 +5,7 @@
 #                      the image already has (torch, triton, numpy, matplotlib); pip on the host picks
 #   .gpu/coord/debs/   git (Debian 12) and its libraries, for images without git
 #   .gpu/debs/         bubblewrap and its libraries, so jobs are isolated there as on a development host
+#   .gpu/shared/       a copy of ../shared/fixtures (the device receives this repository only)
 #   .gpu/sol/          the SOL-ExecBench CLI's source (from a `fetch`ed mirror; never committed) and the
 #                      wheels its triton/pytorch/C++ paths import, for the side-by-side timing
 # Usage: bash scripts/build_gpu_kit.sh [SOL_EXECBENCH_GIT_DIR]   (idempotent; re-run after a dependency changes)
@@ -36,10 +37,16 @@ PY
 rm -f .gpu/coord/whl/numpy-* .gpu/coord/whl/torch-* .gpu/coord/whl/triton-* .gpu/coord/whl/nvidia_* \
       .gpu/coord/whl/matplotlib-* .gpu/coord/whl/pydantic-* .gpu/coord/whl/pydantic_core-*
 
+for wheel in .gpu/whl/*.whl; do rm -f ".gpu/coord/whl/${wheel##*/}"; done  # one copy of each
+
 echo "== Debian packages (git, bubblewrap)"
 if command -v apt-get >/dev/null; then
   (cd .gpu/coord/debs && apt-get download -q git git-man zlib1g libcurl3-gnutls liberror-perl 2>/dev/null || true)
   (cd .gpu/debs && apt-get download -q bubblewrap libcap2 libselinux1 libpcre2-8-0 2>/dev/null || true)
+fi
+
+if [ -d ../shared/fixtures ]; then
+  rm -rf .gpu/shared && mkdir -p .gpu/shared && cp -r ../shared/fixtures .gpu/shared/
 fi
 
 if [ -d "$SOL_GIT" ]; then
