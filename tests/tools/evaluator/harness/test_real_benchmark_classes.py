@@ -271,21 +271,25 @@ def reference_candidate(op_dir: Path, patch: tuple[str, str] | None = None) -> s
     return source + "\n\nDESTINATION_PASSING_STYLE = False\n"
 
 
-def evaluate(tmp_path: Path, op_dir: Path, source: str, *extra: str) -> tuple[int, dict[str, Any]]:
-    """`python -m harness evaluate` on CPU in a fresh job directory (absolute paths)."""
+def evaluate(
+    tmp_path: Path, op_dir: Path, source: str, *extra: str, device: str = "cpu", timeout_s: float = 300
+) -> tuple[int, dict[str, Any]]:
+    """`python -m harness evaluate` (on CPU unless told) in a fresh job directory (absolute paths)."""
     job = tmp_path / "job"
     shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     (job / "kernel").mkdir()
     (job / "kernel" / "kernel.py").write_text(source)
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "evaluate", "--op-dir", str(op_dir), "--kernel-dir",
-         str(job / "kernel"), "--out", str(job / "result.json"), "--device", "cpu", "--seeds", "3", *extra],
+         str(job / "kernel"), "--out", str(job / "result.json"), "--device", device, "--seeds", "3", *extra],
         cwd=job,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=timeout_s,
     )  # fmt: skip
-    return proc.returncode, json.loads((job / "result.json").read_text())
+    result = job / "result.json"
+    assert result.is_file(), f"exit {proc.returncode}, no result.json: {proc.stderr[-3000:]}"
+    return proc.returncode, json.loads(result.read_text())
 
 
 @pytest.mark.slow
