@@ -68,16 +68,14 @@ def seed_workspace(loaded: LoadedTask, repo_root: Path, subdir: str = TREE_DIR) 
     method = "existing"
     if not dest.exists():
         method = copy_tree(loaded.tree, dest)
-    exclude = Path(repo.git_dir) / "info" / "exclude"
-    if Path(repo.common_dir) != Path(repo.git_dir):
-        exclude = Path(repo.common_dir) / "info" / "exclude"
+    exclude = Path(repo.common_dir) / "info" / "exclude"  # shared by every worktree of the repository
     exclude.parent.mkdir(parents=True, exist_ok=True)
-    line = f"/{subdir}/"
-    if line not in (exclude.read_text().splitlines() if exclude.is_file() else []):
-        with exclude.open("a") as handle:
-            handle.write(f"# aka_graph: only the task's editable files of {subdir}/ are tracked\n{line}\n")
+    block = exclude_block(loaded, subdir)
+    current = exclude.read_text() if exclude.is_file() else ""
+    if block not in current:
+        exclude.write_text(current + ("\n" if current and not current.endswith("\n") else "") + block)
     editable = [f"{subdir}/{rel}" for rel in loaded.editable_files()]
-    repo.git.add("-f", "--", *editable)
+    repo.git.add("--", *editable)
     commit = None
     if repo.git.diff("--cached", "--name-only"):
         repo.git.commit(
@@ -88,6 +86,20 @@ def seed_workspace(loaded: LoadedTask, repo_root: Path, subdir: str = TREE_DIR) 
         )
         commit = repo.head.commit.hexsha
     return SeededTree(path=dest, method=method, editable=editable, commit=commit)
+
+
+def exclude_block(loaded: LoadedTask, subdir: str = TREE_DIR) -> str:
+    """Git ignore rules under which only the editable files of `subdir/` are visible to git: everything
+    in it ignored, directories re-included (git cannot re-include a file inside an ignored directory),
+    then the editable globs (and what lies under a directory one names) re-included."""
+    lines = [
+        f"# aka_graph: {subdir}/ is the task's source tree; only its editable files are tracked",
+        f"/{subdir}/**",
+        f"!/{subdir}/**/",
+    ]
+    for pattern in loaded.task.editable:
+        lines += [f"!/{subdir}/{pattern}", f"!/{subdir}/{pattern}/**"]
+    return "\n".join(lines) + "\n"
 
 
 def fill_worktree(pristine: Path, worktree: Path, subdir: str = TREE_DIR) -> str:
