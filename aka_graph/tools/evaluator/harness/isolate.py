@@ -37,6 +37,7 @@ awk '{print $5}' /proc/self/mountinfo | sort -u | while read -r raw; do
   mount -o remount,bind,ro "$mp" 2>/dev/null
 done
 touch /.aka_jail_probe 2>/dev/null && exit 98
+cd "$scratch" 2>/dev/null || cd /  # a working directory opened before the bind sees the read-only mount
 exec unshare --user --map-root-user --mount -- "$@"
 """
 JAIL_EXIT = {97: "could not bind the scratch directory", 98: "could not make the file systems read-only"}
@@ -74,9 +75,40 @@ def argv_prefix(scratch: Path) -> list[str] | None:
 
 def die_with_parent() -> None:
     """For preexec_fn: PR_SET_PDEATHSIG(SIGKILL), kept across exec, so the process (and with it the
-    jail) dies when the trusted parent does, even before the worker's own code runs."""
+    jail) dies when the trusted parent does, even before the worker's own code runs; and the worker's
+    memory limit."""
     with contextlib.suppress(OSError, AttributeError):
         import ctypes
         import signal
 
         ctypes.CDLL("libc.so.6").prctl(1, int(signal.SIGKILL), 0, 0, 0)
+    limit_memory()
+
+
+def host_memory_bytes() -> int:
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 16 << 30
+
+
+def memory_limit_bytes() -> int:
+    """The worker's limit on host memory: half the machine (at least 4 GiB), so a kernel that allocates
+    without bound fails inside its own process instead of bringing the OOM killer onto the host."""
+    return max(4 << 30, host_memory_bytes() // 2)
+
+
+def limit_memory() -> None:
+    """RLIMIT_DATA (private writable memory: the heap and anonymous mappings, which is where tensors on
+    the host live), not RLIMIT_AS: the GPU driver reserves huge address ranges it never backs."""
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        limit = memory_limit_bytes()
+        _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
+from .isolate import unavailable
 from .plausibility import check_worker
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
@@ -235,8 +236,17 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         format=session.op.kind,
         seed_scales=[s[1] for s in session.seeds],
         workload_selection=session.selection_note,
+        isolation=worker_isolation([ks]),
         label=ks.label,
     )
+
+
+def worker_isolation(states: list[KernelState]) -> dict[str, str]:
+    """How the candidates' workers were isolated, for the result JSON (not only stderr)."""
+    kinds = {ks.worker.isolation for ks in states if ks.worker is not None}
+    if not kinds or kinds == {"namespace"}:
+        return {"worker": "namespace", "detail": "own user/PID/mount/network namespaces, read-only files"}
+    return {"worker": "none", "detail": "; ".join(sorted(k for k in kinds if k != "namespace"))}
 
 
 def pattern_order(pattern: str, labels: list[str]) -> list[str]:
@@ -270,6 +280,13 @@ def run(
     become_subreaper()
     session = Session(settings)
     order = pattern_order(pattern, list(kernels))
+    jail_missing = unavailable()
+    if session.settings.private_shapes and jail_missing:  # a candidate that could read them never runs
+        raise ValueError(
+            f"production mode (--private-shapes) refuses to run without isolation ({jail_missing}): "
+            "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) and install "
+            "util-linux, or drop --private-shapes"
+        )
     states = _start(session, kernels, workers)
     phases["startup"] = time.perf_counter() - t0 - sum(phases.values())
     rounds: list[dict[str, Any]] = []

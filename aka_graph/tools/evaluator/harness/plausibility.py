@@ -36,13 +36,22 @@ class Tolerance:
     relative: float  # the reported latency may be this fraction below the parent's estimate
     slack_us: float  # plus this much (tiny kernels)
     bursts: int  # at most this many bursts; the fastest counts (a slow burst is never a cheat's doing)
+    noise: float = 0.0  # each burst may read this fraction off: the estimate assumes the worst case
 
 
-GPU_TOLERANCE = Tolerance(0.2, 0.5, 3)
+GPU_TOLERANCE = Tolerance(0.2, 0.5, 3, 0.05)
 # Host timing (the interpreter, non-authoritative) on a busy 2-core machine: an honest eager reference was
 # seen 1.54x slower in the parent's burst than in its own samples, so only a report under half of the
-# parent's estimate (a fake speed-up of 2x or more) is called tampering there.
-HOST_TOLERANCE = Tolerance(0.5, 0.5, 3)
+# parent's estimate (a fake speed-up of 2x or more) is called tampering there. A loaded host (load 3-5)
+# also makes each burst read up to ~10 % off: when the perturbation burst subtracted is large, that noise
+# alone could double the estimate of a fast kernel (the demo's "fast" kernel was flagged in 3 of 4 runs),
+# so the estimate takes the calls' burst at its lowest and the perturbations' at their highest.
+HOST_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.1)
+# The CUDA-event fallback (uncapturable, often data-dependent calls of 10-40 ms): device time reported,
+# host wall time measured; per-call host work and input-dependent routing make the two differ more than
+# a replayed graph does, so the host's looser rule applies (issue 9, class 4).
+EVENT_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.1)
+MIN_PREPARED_REPS = 3  # a prepared burst of a long call still averages a few calls
 
 Request = Callable[[dict[str, Any]], dict[str, Any] | None]
 
@@ -53,8 +62,12 @@ def burst_reps(reported_us: float, calls: int) -> int:
     return max(1, min(MAX_REPS, math.ceil(BURST_TARGET_US / per_rep)))
 
 
-def parent_estimate_us(burst_ns: int, round_trip_ns: int, reps: int, calls: int) -> float:
-    return max(burst_ns - round_trip_ns, 0) / 1000.0 / (max(reps, 1) * max(calls, 1))
+def parent_estimate_us(burst_ns: int, round_trip_ns: int, reps: int, calls: int, noise: float = 0.0) -> float:
+    """Per call: (burst - baseline) / (reps x calls), with the burst taken `noise` low and the baseline
+    `noise` high (the lowest estimate the clock's noise allows: noise never makes a cheat of an honest
+    kernel, and a large baseline leaves a small, undecided estimate)."""
+    low = burst_ns * (1.0 - noise) - round_trip_ns * (1.0 + noise)
+    return max(low, 0) / 1000.0 / (max(reps, 1) * max(calls, 1))
 
 
 def implausible(reported_us: float, estimate_us: float, reps: int, calls: int, tol: Tolerance) -> str | None:
@@ -146,6 +159,8 @@ def check(
     A burst only ever reads slower than the truth (a clock ramping up, a busy host), so one that looks
     implausible is repeated, up to `tol.bursts` times, and the fastest counts."""
     reps = burst_reps(reported_us, calls)
+    if prepared:
+        reps = max(reps, MIN_PREPARED_REPS)
     best_main: tuple[int, int | None] | None = None
     best_base: Any = round_trip
     message: str | None = None
@@ -165,9 +180,11 @@ def check(
             if best_base is not round_trip:
                 base = (min(best_base[0], base[0]), _fastest(best_base[1], base[1]))
             best_base = base
-        estimate = parent_estimate_us(int(best_main[0]), int(best_base[0]), reps, calls)
+        noise = tol.noise
+        estimate = parent_estimate_us(int(best_main[0]), int(best_base[0]), reps, calls, noise)
         if best_main[1] is not None and best_base[1] is not None:
-            estimate = min(estimate, parent_estimate_us(int(best_main[1]), int(best_base[1]), reps, calls))
+            cpu_est = parent_estimate_us(int(best_main[1]), int(best_base[1]), reps, calls, noise)
+            estimate = min(estimate, cpu_est)
         message = implausible(reported_us, estimate, reps, calls, tol)
         if message is None:
             return None
@@ -190,7 +207,7 @@ def check_worker(
         ks.round_trip = round_trip_ns(request, cpu)
     if ks.round_trip is None or not ks.alive:
         return ks.error or ("RUNTIME_ERROR", "the worker did not answer an empty request")
-    tol = GPU_TOLERANCE if on_gpu else HOST_TOLERANCE
+    tol = (EVENT_TOLERANCE if prepared else GPU_TOLERANCE) if on_gpu else HOST_TOLERANCE
     found = check(request, wl, reported_us, calls, ks.round_trip, tol, cpu, prepared)
     if found is None and not ks.alive:
         return ks.error

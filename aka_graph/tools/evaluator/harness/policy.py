@@ -152,6 +152,7 @@ def scan_source(source: str, filename: str) -> list[str]:
         found.append(f"{filename}:{getattr(node, 'lineno', '?')}: {what}")
 
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and node.id in ALIAS_BANNED and id(node) not in calls:
             flag(node, f"uses {node.id!r} as a value (an alias escapes the name checks)")
@@ -159,6 +160,8 @@ def scan_source(source: str, filename: str) -> list[str]:
             found.extend(f"{filename}:{node.lineno}: {what}" for what in _call_problems(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             found.extend(f"{filename}:{node.lineno}: {what}" for what in native_source_problems(node.value))
+            if _PRIVATE_PATHS.search(node.value) and id(node) not in docstrings:
+                flag(node, f"names {node.value[:60]!r} (a module file, /proc, or the operator's own files)")
         targets = (
             node.targets
             if isinstance(node, ast.Assign)
@@ -245,6 +248,13 @@ _NATIVE_DOORS = re.compile(
     r"prctl|ptrace|setenv|putenv|clone|syscall)\s*\("
 )
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
+
+
+# String literals no kernel needs: a module file to write and import at run time, /proc (the parent's
+# command line, other processes), the operator's files (every workload's shapes, also private ones).
+_PRIVATE_PATHS = re.compile(
+    r"(^[\w./-]*\.(py|pyc|so|pth)$)|(^|/)proc/|workload\.jsonl|definition\.json|shapes\.json"
+)
 
 
 def native_source_problems(text: str) -> list[str]:

@@ -19,6 +19,7 @@ from .bench import Bench
 from .candidate import CompileError, import_candidate, read_spec
 from .guards import Sentinel, output_violations
 from .inputs import InputFactory, output_shapes
+from .isolate import memory_limit_bytes
 from .loading import load_operator
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
@@ -34,6 +35,13 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     compile_like = "CompilationError" in name or module.startswith("triton.compiler")
     if isinstance(exc, ReturnError):
         return {"status": "INCORRECT", "message": str(exc)}
+    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+        limit = memory_limit_bytes()
+        return {
+            "status": "RUNTIME_ERROR",
+            "message": f"the kernel exceeded the worker's memory limit ({limit / 2**30:.1f} GiB of host "
+            f"memory): {name}: {str(exc)[:300]}",
+        }
     return {
         "status": "COMPILE_ERROR" if compile_like else "RUNTIME_ERROR",
         "message": f"{name}: {exc}\n{text}"[-4000:],

@@ -132,3 +132,12 @@ def job_environment(
     if gpu_uuid is not None:
         env["CUDA_VISIBLE_DEVICES"] = gpu_uuid
     return env
+
+
+def unshare_argv(job_dir: str, argv: Iterable[str], unshare: str = "unshare") -> list[str]:
+    """The job under unprivileged user namespaces, where bubblewrap is missing (the harness's worker
+    jail, harness/isolate.py): own PID namespace (everything dies with it), no network, every file
+    system read-only but the job directory. The environment is the caller's (exactly the job's)."""
+    from aka_graph.tools.evaluator.harness.isolate import JAIL, OUTER
+
+    return [unshare, *OUTER, "sh", "-c", JAIL, "jail", job_dir, *argv]

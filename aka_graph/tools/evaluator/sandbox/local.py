@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import aka_graph.tools.evaluator.health as health_module
+from aka_graph.tools.evaluator.harness.isolate import JAIL_EXIT
 from aka_graph.tools.evaluator.sandbox.binds import RuntimeBind, check_runtime_bind, parse_runtime_bind
 from aka_graph.tools.evaluator.sandbox.files import stage_inputs, sync_back
 from aka_graph.tools.evaluator.sandbox.gpu import (
@@ -33,6 +34,7 @@ from aka_graph.tools.evaluator.sandbox.isolation import (
     bwrap_argv,
     host_runtime_env,
     job_environment,
+    unshare_argv,
 )
 from aka_graph.tools.evaluator.sandbox.job import HealthReport, SandboxJob, SandboxResult
 from aka_graph.tools.evaluator.sandbox.outcome import (
@@ -44,7 +46,7 @@ from aka_graph.tools.evaluator.sandbox.outcome import (
 from aka_graph.tools.evaluator.sandbox.process import KILL_GRACE_S, run_tree
 
 log = logging.getLogger(__name__)
-Isolation = Literal["auto", "bwrap", "none"]
+Isolation = Literal["auto", "bwrap", "unshare", "none"]
 HEALTH_SCRIPT = "aka_health.py"
 _BWRAP_CHECKED: dict[tuple[str, int], str | None] = {}
 _ISOLATION_WARNED: set[str] = set()
@@ -95,8 +97,8 @@ class LocalSandbox:
     ) -> None:
         """`gpu_index`: the GPU for jobs that do not name one; "auto" is GPU 0 on a host with NVIDIA
         device nodes and none elsewhere (with bubblewrap a job sees no GPU at all unless it has one)."""
-        if isolation not in ("auto", "bwrap", "none"):
-            raise SandboxConfigError(f"--isolation {isolation!r}: choose auto, bwrap or none")
+        if isolation not in ("auto", "bwrap", "unshare", "none"):
+            raise SandboxConfigError(f"--isolation {isolation!r}: choose auto, bwrap, unshare or none")
         self.lock_dir = lock_dir or Path(tempfile.gettempdir())
         self.health_command = health_command
         self.base_dir = base_dir
@@ -112,7 +114,7 @@ class LocalSandbox:
         self.runtime_binds = [self._checked_bind(spec) for spec in runtime_binds]
         self._gpus: dict[int, tuple[str, list[str]]] = {}
         self._bwrap = shutil.which(bwrap)
-        self.isolation: Literal["bwrap", "none"] = self._choose_isolation(isolation, bwrap)
+        self.isolation: Literal["bwrap", "unshare", "none"] = self._choose_isolation(isolation, bwrap)
 
     # -- configuration -------------------------------------------------------------------------------
 
@@ -124,9 +126,20 @@ class LocalSandbox:
             raise SandboxConfigError(f"runtime bind {spec!r}: {bind.source} does not exist on this machine")
         return bind
 
-    def _choose_isolation(self, isolation: Isolation, bwrap: str) -> Literal["bwrap", "none"]:
+    def _choose_isolation(self, isolation: Isolation, bwrap: str) -> Literal["bwrap", "unshare", "none"]:
+        """bubblewrap where it works, else unprivileged user namespaces (`unshare`), else none (said)."""
+        from aka_graph.tools.evaluator.harness.isolate import unavailable
+
         if isolation == "none":
             return "none"
+        if isolation == "unshare":
+            why = unavailable()
+            if why is not None:
+                raise SandboxConfigError(
+                    f"--isolation unshare: {why}; enable unprivileged user namespaces "
+                    "(sysctl kernel.unprivileged_userns_clone=1) or pass --isolation none"
+                )
+            return "unshare"
         problem = "not installed" if self._bwrap is None else self._bwrap_self_test()
         if problem is None:
             return "bwrap"
@@ -135,9 +148,12 @@ class LocalSandbox:
                 f"--isolation bwrap: bubblewrap ({bwrap}) {problem}; install the Debian package "
                 "`bubblewrap`, or pass --isolation none to run jobs without isolation"
             )
-        if problem not in _ISOLATION_WARNED:  # once per process: a command may build several sandboxes
-            _ISOLATION_WARNED.add(problem)
-            log.warning("sandbox isolation: bubblewrap %s; jobs run WITHOUT isolation. %s", problem, HOW_TO)
+        why = unavailable()
+        if why is None:
+            log.info("sandbox isolation: bubblewrap %s; jobs run in user namespaces (unshare)", problem)
+            return "unshare"
+        log.warning("sandbox isolation: bubblewrap %s, user namespaces %s; jobs run WITHOUT isolation",
+                    problem, why)
         return "none"
 
     def _bwrap_self_test(self) -> str | None:
@@ -262,10 +278,13 @@ class LocalSandbox:
     ) -> tuple[int, bool, str | None]:
         """(exit code, timed out, isolation setup error or None)."""
         stdout_path, stderr_path = root / "stdout", root / "stderr"
-        if self.isolation == "none":
+        if self.isolation != "bwrap":
+            argv = list(job.argv)
+            if self.isolation == "unshare":
+                argv = unshare_argv(str(work), argv, shutil.which("unshare") or "unshare")
             try:
                 outcome = run_tree(
-                    job.argv,
+                    argv,
                     cwd=work,
                     env=env,
                     timeout_s=job.timeout_s,
@@ -276,6 +295,8 @@ class LocalSandbox:
             except OSError as exc:  # the command itself cannot start: the shell's 126/127
                 stderr_path.write_text(f"aka_graph sandbox: cannot execute {job.argv[0]!r}: {exc}\n")
                 return (127 if isinstance(exc, FileNotFoundError) else 126), False, None
+            if self.isolation == "unshare" and outcome.returncode in JAIL_EXIT and not outcome.timed_out:
+                return outcome.returncode, False, f"the user-namespace jail: {JAIL_EXIT[outcome.returncode]}"
             return outcome.returncode, outcome.timed_out, None
         status_read, status_write = os.pipe()
         try:

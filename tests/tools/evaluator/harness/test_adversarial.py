@@ -38,8 +38,24 @@ REJECTED = {"REWARD_HACK", "INCORRECT"}
 GPU_ONLY = {"adv_side_stream", "adv_skip_during_capture", "adv_capture_trivial_kernel"}
 # Leaves no result at all (it kills the harness): tested on its own below.
 NO_RESULT = {"adv_kill_harness"}
+# Attacks on the machine rather than the verdict (issue 13, class 7/8): each has a test of its own below.
+RESOURCE = {"adv_host_memory_hog", "adv_hang_forever", "adv_write_harness_source"}
 
-CPU_CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in GPU_ONLY | NO_RESULT)
+CPU_CHEATS = sorted(
+    p.name for p in CANDIDATES.glob("adv_*") if p.name not in GPU_ONLY | NO_RESULT | RESOURCE
+)
+NEMOTRON_SHAPES = ["06179a8b-b919-5fe7-bd31-97a42e4f2da2"]  # 1 x 131 x 8192
+GEMMA_SHAPES = ["c8b68cb3-33f7-5136-aa70-2fbbcca2fbd5"]  # 1 x 128 (rejected before any call)
+# The fixture each cheat is written for (default rmsnorm, batch 7).
+CHEAT_FIXTURE = {
+    "adv_memo_unseen_inputs": ("nemotron_rms_norm", NEMOTRON_SHAPES),
+    "adv_skip_last_rows": ("nemotron_rms_norm", NEMOTRON_SHAPES),
+    "adv_resolve_name_gc": ("nemotron_rms_norm", NEMOTRON_SHAPES),
+    "adv_posix_spawn_helper": ("nemotron_rms_norm", NEMOTRON_SHAPES),
+    "adv_probe_harness_files": ("nemotron_rms_norm", NEMOTRON_SHAPES),
+    "adv_pickle_payload": ("gemma3_swiglu", GEMMA_SHAPES),
+    "adv_inline_cpp_callback": ("gemma3_swiglu", GEMMA_SHAPES),
+}
 
 # Honest candidates: (candidate, fixture, shape ids or None for all workloads).
 HONEST = [
@@ -100,8 +116,8 @@ def describe(result: dict[str, Any]) -> str:
 @pytest.mark.slow
 @pytest.mark.parametrize("candidate", CPU_CHEATS)
 def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
-    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES,
-                         settle_s=0.5)
+    fixture, shapes = CHEAT_FIXTURE.get(candidate, ("rmsnorm", CHEAT_SHAPES))
+    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, settle_s=0.5)
     assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
 
 
@@ -147,7 +163,7 @@ def test_native_candidate_cannot_exfiltrate_private_shapes_through_the_result(tm
 
 def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
     names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
-    assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | GPU_HONEST | {h[0] for h in HONEST}
+    assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | RESOURCE | GPU_HONEST | {h[0] for h in HONEST}
     for sol in CANDIDATES.glob("*/solution.json"):
         spec = json.loads(sol.read_text())
         assert spec["spec"]["destination_passing_style"] is False
@@ -159,3 +175,82 @@ def test_native_operator_has_at_least_fifty_shapes_each_with_both_kwarg_sets() -
     shapes = json.loads((NATIVE_OP / "shapes.json").read_text())
     assert len(shapes) >= 50
     assert all(set(entry) == {"init_kwargs", "input_kwargs"} for entry in shapes.values())
+
+
+# -- issue 13: the cheats' checks hold without the source policy (defence in depth) -------------------------
+
+# Cheats the policy stops first; with it switched off, the check behind it must still reject them.
+BEHIND_THE_POLICY = {
+    "adv_posix_spawn_helper": ("nemotron_rms_norm", NEMOTRON_SHAPES, "started processes of its own"),
+    "adv_alias_tensor_patch": ("rmsnorm", CHEAT_SHAPES, "was replaced"),
+    "adv_resolve_name_gc": ("nemotron_rms_norm", NEMOTRON_SHAPES, ""),
+    "adv_helper_module_at_import": ("rmsnorm", CHEAT_SHAPES, ""),
+    "adv_probe_harness_files": ("nemotron_rms_norm", NEMOTRON_SHAPES, ""),
+}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("candidate", sorted(BEHIND_THE_POLICY))
+def test_cheats_are_rejected_by_the_checks_behind_the_policy(candidate: str, tmp_path: Path) -> None:
+    fixture, shapes, words = BEHIND_THE_POLICY[candidate]
+    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, settle_s=0.5,
+                         extra_args=("--no-source-policy",))
+    assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
+    assert words in result["message"] + str(result["workloads"]), describe(result)
+
+
+@pytest.mark.slow
+def test_a_kernel_that_kills_its_parent_is_blamed_never_the_environment(tmp_path: Path) -> None:
+    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_kill_parent_computed",
+                         CHEAT_SHAPES, timeout_s=120, extra_args=("--no-source-policy",))
+    assert result["status"] in REJECTED | {"RUNTIME_ERROR"}, describe(result)
+
+
+@pytest.mark.slow
+def test_the_worker_cannot_write_the_harness_source(tmp_path: Path) -> None:
+    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_write_harness_source",
+                         CHEAT_SHAPES, extra_args=("--no-source-policy",))
+    assert "rewritten by the candidate" not in (tmp_path / "job" / "harness" / "report.py").read_text()
+    assert result["status"] == "PASS", describe(result)  # honest once the write is refused
+    assert result.get("isolation", {}).get("worker") == "namespace", result.get("isolation")
+
+
+@pytest.mark.slow
+def test_a_host_memory_hog_hits_the_workers_limit_and_the_verdict_says_so(tmp_path: Path) -> None:
+    result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_host_memory_hog",
+                         CHEAT_SHAPES, timeout_s=120)
+    assert result["status"] == "RUNTIME_ERROR", describe(result)
+    assert "memory limit" in result["message"], describe(result)
+
+
+@pytest.mark.slow
+def test_a_hung_kernel_leaves_no_process_when_the_evaluator_is_killed(tmp_path: Path) -> None:
+    """The evaluator killed from outside (an outer `timeout`) mid-call: nothing of the kernel survives."""
+    from aka_graph.tools.evaluator.harness.proctree import descendants, read_proc
+
+    job = tmp_path / "job"
+    shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SOL_FIXTURES / "rmsnorm", job / "op")
+    shutil.copytree(CANDIDATES / "adv_hang_forever", job / "kernel")
+    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "PYTHONPATH": "."}
+    argv = [sys.executable, "-m", "harness", "evaluate", "--op-dir", "op", "--kernel-dir", "kernel",
+            "--out", "result.json", "--device", "cpu", "--shape-id", CHEAT_SHAPES[0]]
+    proc = subprocess.Popen(argv, cwd=job, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        spinning: list[int] = []
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline and not spinning:  # the kernel's call has started spinning
+            spinning = [p.pid for p in descendants(proc.pid) if p.state == "R" and p.name.startswith("py")]
+            time.sleep(0.2)
+        assert spinning, "the hanging kernel never started"
+        tree = [p.pid for p in descendants(proc.pid)]
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and any(read_proc(pid) for pid in tree):
+            time.sleep(0.1)
+        left = [p for p in (read_proc(pid) for pid in tree) if p is not None and p.state != "Z"]
+        assert not left, f"processes of the kernel outlived the evaluator: {left}"
+    finally:
+        if proc.poll() is None:
+            proc.kill()

@@ -44,7 +44,7 @@ class SleepingWorker:
 def test_a_burst_lasts_about_20_ms_if_the_report_were_true_and_is_bounded() -> None:
     assert burst_reps(10.0, 100) == 20  # 1 ms per replay
     assert burst_reps(60.0, 1) == 334
-    assert burst_reps(1e-9, 4096) == MAX_REPS or burst_reps(1e-9, 4096) >= 1
+    assert burst_reps(1e-9, 4096) == MAX_REPS  # 1e-3 us floor x 4096 calls: 4883 reps, capped
     assert burst_reps(0.0, 1) == MAX_REPS  # a report of ~0 gets the longest burst
     assert burst_reps(50_000.0, 5) == 1
 
@@ -108,7 +108,26 @@ def test_the_untimed_perturbation_before_host_calls_is_subtracted_not_counted() 
     worker = SleepingWorker(true_us=1000.0, prepare_us=3000.0)  # perturbing inputs costs 3x the call
     rt = round_trip_ns(worker) or (0, None)
     assert check(worker, 0, 1000.0, 1, rt, HOST_TOLERANCE, prepared=True) is None
-    assert check(worker, 0, 400.0, 1, rt, HOST_TOLERANCE, prepared=True) is not None  # 2.5x faked
+    cheap = SleepingWorker(true_us=1000.0, prepare_us=300.0)  # fresh inputs copied in: cheap
+    assert check(cheap, 0, 200.0, 1, rt, HOST_TOLERANCE, prepared=True) is not None  # 5x faked
+
+
+def test_a_perturbation_burst_that_dwarfs_the_calls_decides_nothing() -> None:
+    """Issue 9 class 4: burst noise on a large subtracted baseline must never make a cheat of an honest
+    fast kernel: 10 % noise on a baseline 3x the call is 30 % of the call's time."""
+    assert parent_estimate_us(4_000_000, 3_000_000, 1000, 1, noise=0.1) == pytest.approx(0.3)
+    assert parent_estimate_us(4_000_000, 3_000_000, 1000, 1) == pytest.approx(1.0)
+    assert implausible(0.6, 0.3, 1000, 1, HOST_TOLERANCE) is None  # an honest 1 us call, reported 0.6
+
+
+def test_long_uncapturable_calls_get_the_event_tolerance_and_several_calls_per_burst() -> None:
+    from aka_graph.tools.evaluator.harness.plausibility import EVENT_TOLERANCE, MIN_PREPARED_REPS
+
+    worker = SleepingWorker(true_us=26_000.0, prepare_us=500.0)  # 26 ms, data-dependent, uncapturable
+    rt = round_trip_ns(worker) or (0, None)
+    assert check(worker, 0, 0.75 * 26_000.0, 1, rt, EVENT_TOLERANCE, prepared=True) is None
+    assert worker.bursts and min(worker.bursts) >= MIN_PREPARED_REPS
+    assert check(worker, 0, 26_000.0 / 3, 1, rt, EVENT_TOLERANCE, prepared=True) is not None
 
 
 def test_a_worker_reporting_a_faked_latency_is_a_reward_hack() -> None:
