@@ -10,7 +10,7 @@ import importlib
 
 import typer
 
-COMMANDS = ("run", "resume", "status", "stop", "evaluate", "sandbox", "graph", "report", "fleet")
+COMMANDS = ("run", "resume", "status", "stop", "evaluate", "profile", "sandbox", "graph", "report", "fleet")
 
 app = typer.Typer(
     name="aka_graph",

@@ -64,6 +64,14 @@ def _parser() -> argparse.ArgumentParser:
     cmp.add_argument("--kernel-dir", required=True, action="append", dest="kernels", help="LABEL=DIR")
     cmp.add_argument("--pattern", default="ABBA")
     cmp.add_argument("--repeats", type=int, default=2)
+    prof = sub.add_parser("profile", help="run one workload a few times for a profiler (profile_run.py)")
+    prof.add_argument("--op-dir", required=True, type=Path)
+    prof.add_argument("--kernel-dir", required=True, type=Path)
+    prof.add_argument("--shape-id", help="the workload (default: the first)")
+    prof.add_argument("--reps", type=int, default=3, help="profiled calls")
+    prof.add_argument("--warmup", type=int, default=2, help="calls before profiling starts")
+    prof.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
+    prof.add_argument("--out", type=Path)
     wk = sub.add_parser("worker", help=argparse.SUPPRESS)
     wk.add_argument("--op-dir", required=True)
     wk.add_argument("--kernel-dir", required=True)
@@ -100,6 +108,10 @@ def main(argv: list[str] | None = None) -> int:
         from .worker import worker_main
 
         return worker_main(args.op_dir, args.kernel_dir, args.device, args.rfd, args.wfd)
+    if args.mode == "profile":
+        from .profile_run import main as profile_main
+
+        return profile_main(args)
     kernels = _kernels(args)
     if kernels is None:
         return 2

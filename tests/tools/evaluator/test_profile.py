@@ -1,0 +1,155 @@
+"""Profiling: the summary parsers on samples of ncu's raw CSV page and rocprofv3's kernel stats
+(profile_samples/README.md), the profiler command lines (ncu and rocprofv3, tested by configuration),
+`python -m harness profile` running one workload for real, and the command's argument checks.
+
+The job plumbing test puts a stand-in named `ncu` on PATH (there is no profiler on this machine): it runs
+the real harness command it is given, and answers `--import` with the recorded CSV. What it shows is the
+wiring (the harness runs in the sandbox job, files come back, the summary and report land in profiles/,
+private mode keeps the report and launch sizes out); the real profiler runs in tests/gpu."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from aka_graph.cli import app
+from aka_graph.tools.evaluator.profile import (
+    NCU_CSV,
+    harness_argv,
+    job_script,
+    ncu_argv,
+    parse_ncu_raw_csv,
+    parse_rocprof_stats_csv,
+    profile_kernel,
+    rocprof_argv,
+)
+from tests.conftest import REPO_ROOT, SOL_FIXTURES
+
+SAMPLES = Path(__file__).parent / "profile_samples"
+RMSNORM = SOL_FIXTURES / "rmsnorm"
+BATCH7 = "33bf737d-3b37-4e38-be80-ea39b4b46ae6"
+TORCH_RMSNORM = """
+import torch
+
+def run(hidden_states, weight, output):
+    x = hidden_states.float()
+    output.copy_((x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight.float()).to(output.dtype))
+"""
+
+
+def test_ncu_raw_csv_summary() -> None:
+    kernels = parse_ncu_raw_csv((SAMPLES / "ncu_raw.csv").read_text())
+    top = kernels[0]
+    assert top.name == "_rmsnorm_kernel" and top.calls == 2
+    assert top.duration_us == pytest.approx((60.512 + 61.104) / 2)  # "60,512" nsecond
+    assert top.dram_gbps == pytest.approx(3900.0)  # 3.90 Tbyte/second on average
+    assert top.memory_pct == pytest.approx((89.71 + 88.95) / 2)
+    assert top.compute_pct == pytest.approx((21.08 + 20.87) / 2)
+    assert top.occupancy_pct == pytest.approx((84.50 + 84.12) / 2) and top.registers == 32
+    assert [r for r, _ in top.stalls] == ["long_scoreboard", "wait", "short_scoreboard", "barrier"]
+    assert top.grid == "(14418, 1, 1)" and top.block == "(1024, 1, 1)"
+    assert kernels[1].name.startswith("void at::native::vectorized_elementwise_kernel")
+    assert parse_ncu_raw_csv("==PROF== No kernels were profiled.\n") == []
+
+
+def test_rocprofv3_stats_summary() -> None:
+    kernels = parse_rocprof_stats_csv((SAMPLES / "rocprofv3_kernel_stats.csv").read_text())
+    assert [k.name for k in kernels] == ["_rmsnorm_kernel", "__amd_rocclr_fillBufferAligned"]
+    assert kernels[0].calls == 3 and kernels[0].duration_us == pytest.approx(68.459)
+    assert kernels[0].dram_gbps is None  # counters need --pmc runs
+
+
+def test_profiler_command_lines() -> None:
+    run = harness_argv("python3", BATCH7, 3)
+    assert run[:4] == ["python3", "-m", "harness", "profile"] and run[-2:] == ["--shape-id", BATCH7]
+    ncu = ncu_argv(run)
+    assert ncu[:5] == ["ncu", "--target-processes", "all", "--profile-from-start", "off"]
+    assert "--clock-control" in ncu and ncu[ncu.index("--clock-control") + 1] == "none"
+    assert ncu[ncu.index("--cache-control") + 1] == "all"
+    assert "gpu__time_duration.sum" in ",".join(ncu) and ncu[-len(run) :] == run
+    roc = rocprof_argv(run)
+    assert roc[:3] == ["rocprofv3", "--kernel-trace", "--stats"] and roc[roc.index("--") + 1 :] == run
+    amd = job_script("amd", run)
+    assert amd.startswith("rocprofv3 --kernel-trace") and "kernel_stats.csv" in amd
+    nv = shlex.split(job_script("nvidia", run).split(" && ")[1].split(" > ")[0])
+    assert nv == ["ncu", "--import", "profile.ncu-rep", "--csv", "--page", "raw"]
+
+
+def test_harness_profile_runs_one_workload(tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    shutil.copytree(REPO_ROOT / "aka_graph" / "tools" / "evaluator" / "harness", job / "harness")
+    shutil.copytree(RMSNORM, job / "op")
+    (job / "kernel").mkdir()
+    (job / "kernel" / "kernel.py").write_text(TORCH_RMSNORM)
+    argv = harness_argv(sys.executable, BATCH7, 2, device="cpu")
+    env = {**os.environ, "PYTHONPATH": "."}
+    proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    info = json.loads((job / "profile_run.json").read_text())
+    assert info == {"workload": BATCH7, "reps": 2, "warmup": 2, "device": "cpu"}
+
+
+STAND_IN = """#!/bin/sh
+# stand-in for ncu: run the profiled command (everything after the options), or print the recorded CSV
+if [ "$1" = "--import" ]; then cat "{sample}"; exit 0; fi
+while [ $# -gt 0 ]; do case "$1" in */python*) break;; *) shift;; esac; done
+"$@" && touch profile.ncu-rep
+"""
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_profile_job_writes_summary_and_report(tmp_path: Path, private: bool) -> None:
+    from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ncu").write_text(STAND_IN.format(sample=SAMPLES / "ncu_raw.csv"))
+    (bin_dir / "ncu").chmod(0o755)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(TORCH_RMSNORM)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}:{old_path}"
+    try:
+        sandbox = make_sandbox(SandboxSpec(isolation="none"))
+        out = tmp_path / "profiles"
+        result = profile_kernel(
+            sandbox,
+            RMSNORM,
+            kernel,
+            out,
+            shape_id=BATCH7,
+            private=private,
+            python=sys.executable,
+            timeout_s=300,
+        )
+    finally:
+        os.environ["PATH"] = old_path
+    assert result.ok, result.message
+    assert result.summary is not None and result.summary.workload == BATCH7
+    saved = json.loads((out / f"profile_{BATCH7}.json").read_text())
+    assert saved["kernels"][0]["name"] == "_rmsnorm_kernel"
+    text = (out / f"profile_{BATCH7}.txt").read_text()
+    assert "stalls: long_scoreboard 12.01" in text
+    raw = out / f"profile_{BATCH7}.csv"
+    if private:
+        assert not raw.exists() and "14418" not in text and saved["kernels"][0]["grid"] is None
+    else:
+        assert raw.read_text() == (SAMPLES / "ncu_raw.csv").read_text() and "grid (14418, 1, 1)" in text
+    assert sorted(p.name for p in out.iterdir() if p.name.startswith(".")) == []
+    assert NCU_CSV not in {p.name for p in out.iterdir()}
+
+
+def test_profile_command_argument_errors(tmp_path: Path) -> None:
+    runner = CliRunner()
+    res = runner.invoke(app, ["profile", str(tmp_path / "nope"), str(tmp_path)])
+    assert res.exit_code == 2 and "operator directory" in res.output
+    res = runner.invoke(app, ["profile", str(RMSNORM), str(tmp_path), "--vendor", "intel"])
+    assert res.exit_code == 2 and "--vendor 'intel': use nvidia or amd" in res.output
