@@ -37,6 +37,7 @@ from aka_graph.state import (
     TrialRecord,
 )
 from aka_graph.target import CampaignTarget, resolve_target
+from aka_graph.tools.records.privacy import PrivacyViolation
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_DB = "campaign.sqlite"
@@ -61,7 +62,7 @@ class CampaignConflict(RuntimeError):
 @dataclass
 class RunOutcome:
     thread_id: str
-    status: str  # finished | stopped | already-finished
+    status: str  # finished | stopped | already-finished | failed (production: the privacy check)
     values: dict[str, Any]
     resumed: bool
 
@@ -305,6 +306,11 @@ def _drive(
                     stop_now("stop requested between steps")
                 status = "stopped"  # embedded in a thread: leave the loop, the caller decides
                 break
+    except PrivacyViolation as leak:  # production: a commit leaked a private shape; the campaign is void
+        from aka_graph.nodes.finish import fail_campaign_on_leak
+
+        progress.log(f"campaign {tid} failed: {fail_campaign_on_leak(root, leak.findings)}")
+        status = "failed"
     finally:
         if in_main:
             signal.signal(signal.SIGTERM, previous_handler)
@@ -312,6 +318,8 @@ def _drive(
         stop_file.unlink(missing_ok=True)
     snapshot = compiled.get_state(cfg)
     progress.close(dict(snapshot.values))
+    if snapshot.values.get("failed"):
+        status = "failed"
     return RunOutcome(tid, status, dict(snapshot.values), resumed)
 
 

@@ -143,8 +143,17 @@ class CampaignConfig(BaseModel):
     agent_timeout_s: float = Field(
         default=3600.0, gt=0, description="Wall-clock limit of one agent turn, in s."
     )
-    eval_timeout_s: float = Field(
-        default=900.0, gt=0, description="Wall-clock limit of one evaluation job, in s."
+    eval_timeout_s: float | None = Field(
+        default=None,
+        gt=0,
+        description="Wall-clock limit of one evaluation job, in s (default: 300 s + 15 s per workload "
+        "and seed; a verification job gets it once per kernel and repeat).",
+        json_schema_extra={"cli": "--eval-timeout"},
+    )
+    agent_isolation: Literal["auto", "bwrap", "userns", "none"] = Field(
+        default="auto",
+        description="Production mode: how agent processes are confined to their worktree (bubblewrap, "
+        "else a mount namespace hiding the campaign's private paths; none only for debugging).",
     )
     agent_effort: Literal["low", "medium", "high", "xhigh", "max"] = Field(
         default="high", description="Reasoning effort asked of the agent CLIs."
@@ -271,6 +280,7 @@ class CampaignState(BaseModel):
     last_decision: Decision | None = None
     blocked: EnvironmentBlock | None = None
     stop_reason: str | None = None
+    failed: str | None = Field(default=None, description="why the campaign failed (the run exits non-zero)")
     report_path: str | None = None
     submission_path: str | None = None
 
@@ -288,6 +298,7 @@ class CampaignOutput(BaseModel):
     incumbent: Incumbent | None = None
     last_decision: Decision | None = None
     stop_reason: str | None = None
+    failed: str | None = None
     next_version: int = 0
     report_path: str | None = None
     submission_path: str | None = None

@@ -217,4 +217,5 @@ def test_v1_gets_reviewer_guidance_before_the_agent_writes_it(tmp_path: Path) ->
     assert sorted(p.name for p in (v1_turn.cwd / "plans" / "reviews").iterdir()) == ["r1.md", "r2.md"]
     records = read_version_records(root)
     assert records[1].kind == "v1" and records[1].decision == "pinned"
-    assert outcome.values["agent_sessions"] == 2 + 1 + 3 + 1  # V1 reviews + V1 + 3 fast trials + policy
+    # V1 reviews + V1 + V1's policy review + 3 fast trials + the chosen trial's policy review
+    assert outcome.values["agent_sessions"] == 2 + 1 + 1 + 3 + 1

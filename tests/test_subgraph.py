@@ -66,6 +66,7 @@ def test_campaign_runs_as_a_subgraph_of_a_parent_graph(
         "incumbent",
         "last_decision",
         "stop_reason",
+        "failed",
         "next_version",
         "report_path",
         "submission_path",

@@ -57,8 +57,11 @@ def demo_settings(example: Path) -> dict[str, Any]:
 
 EXIT_CODES = (
     "Exit status: 0 the campaign finished (or had finished); 2 bad input (one line naming the problem); "
-    "3 stopped by `python -m aka_graph stop` or SIGTERM (run the same command, or `resume`, to continue)."
+    "3 stopped by `python -m aka_graph stop` or SIGTERM (run the same command, or `resume`, to continue); "
+    "4 the campaign failed its privacy check (production: a private shape reached the agent's side; "
+    "the report says where, no submission is written)."
 )
+EXIT_FAILED = 4
 CLI_NOTES = {"op_dir": "Omit to run the demo campaign."}
 
 
@@ -121,6 +124,8 @@ def run_command(quiet: bool = False, **given: Any) -> None:
             outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
             for each in outcomes:
                 print_outcome(each.values, each.status)
+            if any(each.status == "failed" for each in outcomes):
+                raise typer.Exit(EXIT_FAILED)
             if any(each.status == "stopped" for each in outcomes):
                 raise typer.Exit(3)
             return
@@ -135,6 +140,8 @@ def run_command(quiet: bool = False, **given: Any) -> None:
         typer.echo("\n" + Path(report).read_text())
     if outcome.status == "stopped":
         raise typer.Exit(3)
+    if outcome.status == "failed" or outcome.values.get("failed"):
+        raise typer.Exit(EXIT_FAILED)
 
 
 def register(app: typer.Typer) -> None:
@@ -158,3 +165,5 @@ def print_outcome(values: dict[str, Any], status: str) -> None:
         typer.echo(f"report: {values['report_path']}")
     if values.get("submission_path"):
         typer.echo(f"submission: {values['submission_path']}")
+    if values.get("failed"):
+        typer.echo(f"FAILED: {values['failed']}")

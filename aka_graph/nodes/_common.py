@@ -16,6 +16,8 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
+from aka_graph.nodes.eval_timeout import evaluation_timeout_s
+from aka_graph.nodes.privacy_guard import CampaignPrivacy, privacy_of
 from aka_graph.state import CampaignState, EnvironmentBlock, Incumbent
 from aka_graph.target import CampaignTarget
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
@@ -40,8 +42,35 @@ def emit(
 
 
 def workspace_of(ctx: CampaignContext, state: CampaignState) -> CampaignWorkspace:
-    """The campaign's workspace (preprocess created it; every later node reuses the context's handle)."""
-    return ctx.workspace(state.workspace_root)
+    """The campaign's workspace (preprocess created it; every later node reuses the context's handle).
+
+    In production mode every commit made through it is checked for private shapes where it happens,
+    and a campaign that leaked once fails again on every later step (see `privacy_guard`)."""
+    ws = ctx.workspace(state.workspace_root)
+    privacy = privacy_of_state(state)
+    if privacy is not None:
+        privacy.raise_if_violated()
+        ws.on_commit = privacy.after_commit
+    return ws
+
+
+def privacy_of_state(state: CampaignState) -> CampaignPrivacy | None:
+    """The campaign's privacy guard in production mode (None in leaderboard mode or before preprocess)."""
+    if state.target is None or not state.workspace_root:
+        return None
+    return privacy_of(state.config, Path(state.workspace_root), Path(state.target.op_dir))
+
+
+def isolated(state: CampaignState, run: AgentRun, writable: Path | None = None) -> AgentRun:
+    """`run` confined to its working directory in production mode (unchanged otherwise)."""
+    privacy = privacy_of_state(state)
+    return privacy.isolate(run, writable) if privacy is not None else run
+
+
+def evaluator_of(ctx: CampaignContext, state: CampaignState) -> Any:
+    """The evaluator as this campaign may use it: masked in production mode with private shapes."""
+    privacy = privacy_of_state(state)
+    return privacy.evaluator(ctx.evaluator) if privacy is not None else ctx.evaluator
 
 
 def target_of(state: CampaignState) -> CampaignTarget:
@@ -118,13 +147,14 @@ def evaluate_with_settings(
     """One full evaluation with the campaign's settings, and the block that parks the campaign in
     await_environment when it was the environment's failure (within `max_environment_retries`)."""
     config = state.config
-    result = ctx.evaluator.evaluate(
+    op_dir = Path(target_of(state).op_dir)
+    result = evaluator_of(ctx, state).evaluate(
         ctx.sandbox,
-        Path(target_of(state).op_dir),
+        op_dir,
         kernel_dir,
         results_dir,
         seeds=config.seeds,
-        timeout_s=config.eval_timeout_s,
+        timeout_s=evaluation_timeout_s(config, op_dir),
         gpu_index=config.gpu_index,
         device=config.device,
     )

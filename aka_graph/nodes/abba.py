@@ -13,6 +13,7 @@ from aka_graph.nodes._common import (
     ctx_of,
     emit,
     environment_block,
+    evaluator_of,
     ledger_of,
     save_json,
     save_result,
@@ -20,6 +21,7 @@ from aka_graph.nodes._common import (
     update_live,
     workspace_of,
 )
+from aka_graph.nodes.eval_timeout import verification_timeout_s
 from aka_graph.state import CampaignState, Decision
 from aka_graph.tools.records.verdict import decide
 
@@ -36,15 +38,16 @@ def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, A
     results_dir = ws.layout.verify_dir(state.episode)
     update_live(ws, state, "abba", f"verifying v{incumbent.version} vs trial {candidate.trial} ({pattern})")
     emit(runtime, ctx, "abba", "verify_started", episode=state.episode, pattern=pattern, repeats=repeats)
-    comparison = ctx.evaluator.compare(
+    op_dir = Path(target_of(state).op_dir)
+    comparison = evaluator_of(ctx, state).compare(  # masked in production: opaque ids, no job text
         ctx.sandbox,
-        Path(target_of(state).op_dir),
+        op_dir,
         {"A": Path(incumbent.kernel_path), "B": Path(candidate.kernel_dir)},
         results_dir,
         pattern=pattern,
         repeats=repeats,
         seeds=config.seeds,
-        timeout_s=config.eval_timeout_s,
+        timeout_s=verification_timeout_s(config, op_dir),
         gpu_index=config.gpu_index,
         device=config.device,
     )

@@ -20,15 +20,18 @@ from aka_graph.nodes._common import (
     evaluate_with_settings,
     freeze_kernel,
     incumbent_from_record,
+    isolated,
     ledger_of,
     run_agent,
     save_result,
     update_live,
     workspace_of,
 )
+from aka_graph.nodes._policy import PolicyOutcome, review_candidate
 from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
 from aka_graph.tools.records.memory import (
+    QualityGate,
     VersionRecord,
     read_version_records,
     version_path,
@@ -82,6 +85,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             transcript_dir=ws.layout.transcripts("v1"),
             labels={"episode": "v1", "trial": "1", "framework": config.framework},
         )
+        run = isolated(state, run)
 
         def missing(_: AgentResult) -> str | None:
             return None if (worktree / "kernel.py").is_file() else "kernel.py is missing"
@@ -133,7 +137,32 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             result_path=path,
         )
         commit = None
-        if result.status == "PASS":
+        policy: PolicyOutcome | None = None
+        if result.status == "PASS" and config.optimization_mode == "production":
+            policy = review_candidate(  # V1 becomes the incumbent: it is reviewed like every candidate
+                ctx,
+                state,
+                ws,
+                incumbent_dir=ws.layout.frozen_version(0),
+                candidate_dir=kernel_dir,
+                sha256=result.kernel_sha256,
+                cwd=kernel_dir,
+                episode=V1_EPISODE,
+                trial=1,
+                label="v1",
+            )
+            spent = {
+                "tokens_spent": tokens + policy.tokens,
+                "agent_sessions": sessions + policy.sessions,
+            }
+            ledger.record_decision(
+                episode=V1_EPISODE,
+                kind="policy",
+                decision="pass" if policy.ok else "fail",
+                candidate_sha256=result.kernel_sha256,
+                message=policy.reason,
+            )
+        if result.status == "PASS" and (policy is None or policy.ok):
             commit = ws.squash_promote(
                 V1_EPISODE,
                 f"V1: first {config.framework} kernel",
@@ -144,10 +173,16 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             version,
             "v1",
             result,
-            decision="pinned" if commit else "incorrect",
+            decision="pinned" if commit else ("policy_rejected" if policy else "incorrect"),
             commit=commit,
             framework=config.framework,
-            reason="first framework-native kernel" if commit else result.message,
+            reason="first framework-native kernel"
+            if commit
+            else (policy.reason if policy else result.message),
+            quality_gate=QualityGate(
+                passed=policy is None or policy.ok,
+                checks={"policy_review": policy.ok} if policy is not None else {},
+            ),
         )
     write_version_record(ws.root, version, record)
     ws.commit([f"memory/v{version}.json"], f"V1 record: {record.decision}")

@@ -18,6 +18,7 @@ from aka_graph.nodes._common import (
     ctx_of,
     emit,
     freeze_kernel,
+    isolated,
     ledger_of,
     run_agent,
     update_live,
@@ -53,6 +54,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
             "framework": state.episode_framework,
         },
     )
+    run = isolated(state, run)  # production: the worktree is all of the campaign it can read
 
     def missing(_: AgentResult) -> str | None:
         return None if (worktree / "kernel.py").is_file() else "kernel.py is missing: write the kernel there"

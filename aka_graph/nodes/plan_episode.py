@@ -10,7 +10,16 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
 from aka_graph.edges import plan_next_episode
-from aka_graph.nodes._common import budget_left, ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
+from aka_graph.nodes._common import (
+    budget_left,
+    ctx_of,
+    emit,
+    isolated,
+    ledger_of,
+    run_agent,
+    update_live,
+    workspace_of,
+)
 from aka_graph.nodes.prompts import plan_prompt
 from aka_graph.state import CampaignState
 
@@ -58,6 +67,7 @@ def plan_episode(state: CampaignState, runtime: Runtime[CampaignContext]) -> dic
             transcript_dir=ws.layout.transcripts(episode) / "plan",
             labels={"episode": str(episode), "kind": plan.kind, "framework": plan.framework},
         )
+        run = isolated(state, run)
 
         def missing(_: AgentResult) -> str | None:
             return None if (worktree / plan_rel).is_file() else f"write the plan to {plan_rel}"

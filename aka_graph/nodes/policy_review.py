@@ -1,39 +1,33 @@
-"""policy_review (production mode): the candidate must be a general kernel. A deterministic check (only
-editable files changed) plus an agent review of the diff whose first line must be `POLICY: PASS`."""
+"""policy_review (production mode): every candidate that can become the incumbent must be a general
+kernel. A deterministic check (only editable files changed), then an agent review of each passing trial's
+diff, best first: the first that passes is the candidate verification measures; none passing rejects the
+episode. (V1 gets the same review before it is pinned.)"""
 
 from __future__ import annotations
 
-import difflib
 from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
 
-from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
-from aka_graph.nodes._common import budget_left, ctx_of, emit, ledger_of, run_agent, update_live, workspace_of
-from aka_graph.nodes.prompts import policy_prompt
-from aka_graph.state import CampaignState, Decision
+from aka_graph.nodes._common import ctx_of, emit, ledger_of, update_live, workspace_of
+from aka_graph.nodes._policy import review_candidate
+from aka_graph.state import CampaignState, Decision, TrialRecord
 
 
-def kernel_patch(incumbent_dir: Path, candidate_dir: Path) -> str:
-    old = (incumbent_dir / "kernel.py").read_text().splitlines(keepends=True)
-    new = (candidate_dir / "kernel.py").read_text().splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, "incumbent/kernel.py", "candidate/kernel.py"))
-
-
-def policy_verdict(text: str) -> tuple[bool, str]:
-    first = (text.strip().splitlines() or [""])[0].strip()
-    if first == "POLICY: PASS":
-        return True, "policy review passed"
-    if first.startswith("POLICY: FAIL"):
-        return False, first.removeprefix("POLICY: FAIL").strip() or "policy review failed"
-    return False, f"policy reviewer gave no verdict line (got {first[:80]!r})"
+def pickable_trials(state: CampaignState) -> list[TrialRecord]:
+    """The episode's passing trials in the order the campaign would pick them (best objective first),
+    starting with the one evaluate picked."""
+    passing = [t for t in state.trials if t.status == "PASS" and t.objective is not None and t.kernel_dir]
+    ordered = sorted(passing, key=lambda t: (t.objective, t.trial))
+    first = state.candidate
+    rest = [t for t in ordered if first is None or t.trial != first.trial]
+    return ([first] if first is not None else []) + rest
 
 
 def policy_review(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
-    config = state.config
     ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     incumbent, candidate = state.incumbent, state.candidate
@@ -41,52 +35,53 @@ def policy_review(state: CampaignState, runtime: Runtime[CampaignContext]) -> di
     update_live(ws, state, "policy_review", f"policy review of trial {candidate.trial}")
     forbidden = ws.candidate_diff(state.episode).forbidden
     tokens = sessions = 0
+    chosen: TrialRecord | None = None
+    reasons: list[str] = []
     if forbidden:
-        ok, reason = False, f"edited files outside the editable set: {forbidden}"
+        reasons.append(f"edited files outside the editable set: {forbidden}")
     else:
-        worktree = ws.episode_path(state.episode)
-        patch = kernel_patch(Path(incumbent.kernel_path), Path(candidate.kernel_dir))
-        run = AgentRun(
-            role="policy_reviewer",
-            prompt=policy_prompt(state, patch),
-            cwd=worktree,
-            effort="medium",
-            timeout_s=config.agent_timeout_s,
-            transcript_dir=ws.layout.transcripts(state.episode) / "policy",
-            labels={"episode": str(state.episode), "trial": str(candidate.trial)},
-        )
-
-        def missing(result: AgentResult) -> str | None:
-            return (
-                None
-                if result.final_text.strip().startswith("POLICY:")
-                else ("answer with a first line 'POLICY: PASS' or 'POLICY: FAIL <reason>'")
+        for trial in pickable_trials(state):
+            outcome = review_candidate(
+                ctx,
+                state,
+                ws,
+                incumbent_dir=Path(incumbent.kernel_path),
+                candidate_dir=Path(trial.kernel_dir),
+                sha256=trial.sha256,
+                cwd=ws.episode_path(state.episode),
+                episode=state.episode,
+                trial=trial.trial,
+                label=state.episode,
             )
-
-        results, tokens = run_agent(
-            ctx,
-            ctx.agent,
-            run,
-            ledger,
-            episode=state.episode,
-            trial=candidate.trial,
-            missing=missing,
-            max_resumes=1,
-            budget_left=budget_left(state),
-        )
-        sessions = len(results)
-        ok, reason = policy_verdict(results[-1].final_text if results else "")
+            tokens, sessions = tokens + outcome.tokens, sessions + outcome.sessions
+            emit(
+                runtime,
+                ctx,
+                "policy_review",
+                "policy",
+                episode=state.episode,
+                trial=trial.trial,
+                ok=outcome.ok,
+                reason=outcome.reason,
+            )
+            if outcome.ok:
+                chosen = trial
+                break
+            reasons.append(f"trial {trial.trial}: {outcome.reason}")
+    ok = chosen is not None
+    reason = f"policy review passed (trial {chosen.trial})" if chosen else "; ".join(reasons)[:1000]
     ledger.record_decision(
         episode=state.episode,
         kind="policy",
         decision="pass" if ok else "fail",
-        numbers={"forbidden": forbidden},
-        candidate_sha256=candidate.sha256,
+        numbers={"forbidden": forbidden, "rejected": reasons},
+        candidate_sha256=(chosen or candidate).sha256,
         message=reason,
     )
-    emit(runtime, ctx, "policy_review", "policy", episode=state.episode, ok=ok, reason=reason)
     update: dict[str, Any] = {"policy_ok": ok, "tokens_spent": tokens, "agent_sessions": sessions}
-    if not ok:
+    if chosen is not None:
+        update["candidate"] = chosen
+    else:
         update["last_decision"] = Decision(
             episode=state.episode,
             version=state.next_version,

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from aka_graph.cli_agents.base import AgentRun
-from aka_graph.state import CampaignState
+from aka_graph.state import CampaignConfig
 from aka_graph.tools.records.privacy import (
     LeakScanner,
     OpaqueIds,
@@ -25,6 +25,7 @@ from aka_graph.tools.records.privacy import (
     agent_sandbox,
     campaign_privacy,
     private_dir,
+    public_operator_text,
 )
 
 VIOLATION_FILE = "violation.json"
@@ -44,7 +45,10 @@ class CampaignPrivacy:
         return private_dir(self.workspace, self.ws_root.name) / VIOLATION_FILE
 
     def evaluator(self, inner: Any) -> Any:
-        return PrivateEvaluator(inner, self.ids) if self.ids is not None else inner
+        if self.ids is None:
+            return inner
+        log = private_dir(self.workspace, self.ws_root.name) / "evaluator.log"
+        return PrivateEvaluator(inner, self.ids, log)
 
     def isolate(self, run: AgentRun, writable: Path | None = None) -> AgentRun:
         """`run` with the campaign's agent sandbox (its cwd, or `writable`, the only campaign path)."""
@@ -78,18 +82,19 @@ _CACHE: dict[str, CampaignPrivacy] = {}
 _LOCK = threading.Lock()
 
 
-def privacy_of(state: CampaignState, ws_root: Path, op_dir: Path) -> CampaignPrivacy | None:
+def privacy_of(config: CampaignConfig, ws_root: Path, op_dir: Path) -> CampaignPrivacy | None:
     """The campaign's privacy in production mode (None in leaderboard mode)."""
-    config = state.config
     if config.optimization_mode != "production":
         return None
     workspace = Path(config.workspace).resolve()
-    key = str(Path(ws_root).resolve())
+    # numbers the public operator files state are no leak: a changed op/ (the derived public problem
+    # installed) makes a new scanner
+    key = str(Path(ws_root).resolve()) + "\0" + public_operator_text(Path(ws_root))
     with _LOCK:
         if key not in _CACHE:
             found = campaign_privacy(workspace, Path(ws_root).name, op_dir)
             ids, scanner = found if found is not None else (None, None)
-            mode = getattr(config, "agent_sandbox", "auto")
+            mode = config.agent_isolation
             root = Path(ws_root).resolve()
             _CACHE[key] = CampaignPrivacy(workspace, root, Path(op_dir), ids, scanner, mode)
         return _CACHE[key]

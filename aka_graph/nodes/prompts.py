@@ -104,11 +104,19 @@ def smoke_shapes(latencies: dict[str, float]) -> list[str]:
 
 
 def v1_prompt(state: CampaignState, smoke: list[str]) -> str:
-    shapes = ", ".join(smoke) if smoke else "a few shapes"
+    if state.target.production and state.target.op_format == "native":
+        # the evaluation shapes are private: the agent smoke-tests on the public problem's own cases
+        smoke_line = (
+            "The evaluation shapes are private: smoke-test on the development_cases of "
+            "op/agent_problem.json and make the kernel correct and fast over its whole shape_domain. "
+        )
+    else:
+        shapes = ", ".join(smoke) if smoke else "a few shapes"
+        smoke_line = f"Smoke-test on the workloads {shapes} (fast, median and slow for the reference). "
     return (
         f"Write a first {state.config.framework}-native kernel for {state.target.op_name} in kernel.py, "
         f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
-        f"Smoke-test on the workloads {shapes} (fast, median and slow for the reference). "
+        f"{smoke_line}"
         f"{_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
     )
 

@@ -7,6 +7,7 @@ Notes are kept outside the worktree (results/e<n>/reviews/) and merged into the 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Any
 
 from langgraph.runtime import Runtime
@@ -14,6 +15,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.nodes._common import emit, ledger_of, run_agent
+from aka_graph.nodes.privacy_guard import privacy_of
 from aka_graph.nodes.prompts import review_prompt, v1_review_prompt
 from aka_graph.state import ReviewNote, ReviewTask
 
@@ -28,18 +30,24 @@ def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext])
         shutil.copytree(ws.op_dir, worktree / "op", dirs_exist_ok=True)
     notes = ws.layout.review_notes(task.episode, task.reviewer)
     notes.parent.mkdir(parents=True, exist_ok=True)
+    # written inside the working directory (the only place a confined reviewer can write), kept outside
+    notes_rel = f"plans/reviews/{task.reviewer}.md"
+    (worktree / notes_rel).unlink(missing_ok=True)
     plan_rel = f"plans/episode_{task.episode}.md"
     run = AgentRun(
         role=f"reviewer:{task.reviewer}",
-        prompt=review_prompt(task.episode, plan_rel, str(notes))
+        prompt=review_prompt(task.episode, plan_rel, notes_rel)
         if task.episode
-        else v1_review_prompt(task.config.framework, str(notes)),
+        else v1_review_prompt(task.config.framework, notes_rel),
         cwd=worktree,
         effort="medium",
         timeout_s=task.config.agent_timeout_s,
         transcript_dir=ws.layout.transcripts(task.episode) / f"review_{task.reviewer}",
         labels={"episode": str(task.episode), "reviewer": task.reviewer},
     )
+    privacy = privacy_of(task.config, ws.root, Path(task.config.op_dir).resolve())
+    if privacy is not None:
+        run = privacy.isolate(run)
     emit(runtime, ctx, "review", "agent_started", episode=task.episode, reviewer=task.reviewer)
     results, tokens = run_agent(
         ctx,
@@ -53,7 +61,11 @@ def review(task: ReviewTask | dict[str, Any], runtime: Runtime[CampaignContext])
         budget_left=task.budget_left,
     )
     last = results[-1] if results else None
-    if not notes.is_file():
+    written = worktree / notes_rel
+    if written.is_file():
+        shutil.copyfile(written, notes)
+        written.unlink()  # the implementer gets them back through copy_reviews
+    else:
         notes.write_text((last.final_text if last else "") + "\n")
     note = ReviewNote(
         episode=task.episode,

@@ -147,6 +147,8 @@ def _bounded(token: str) -> re.Pattern[str]:
 
 
 def _withheld(status: str) -> str:
+    if status == "INFRA_ERROR":
+        return f"{status} ({WITHHELD}; the operator finds the diagnostic in the campaign's private log)"
     return f"{status} ({WITHHELD})"
 
 
@@ -342,14 +344,28 @@ def _hide_around(path: Path, keep: Path) -> list[Path]:
 
 class PrivateEvaluator:
     """The campaign's evaluator in production mode: asks the harness to withhold its messages
-    (`--private-shapes`) and hands back only masked results, so nothing downstream can leak a shape."""
+    (`--private-shapes`) and hands back only masked results, so nothing downstream can leak a shape.
+    An infrastructure failure's diagnostic (a traceback may name shapes) goes to `log` instead, a file
+    in the campaign's private directory, for the operator."""
 
-    def __init__(self, inner: Any, ids: OpaqueIds) -> None:
+    def __init__(self, inner: Any, ids: OpaqueIds, log: Path | None = None) -> None:
         self.inner = inner
         self.ids = ids
+        self.log = log
+
+    def _keep_diagnostic(self, status: str, message: str) -> None:
+        if self.log is None or status != "INFRA_ERROR" or not message:
+            return
+        self.log.parent.mkdir(parents=True, exist_ok=True)
+        with self.log.open("a") as f:
+            f.write(f"--- {status}\n{message}\n")
 
     def evaluate(self, *args: Any, **kwargs: Any) -> EvaluationResult:
-        return mask_evaluation(self.inner.evaluate(*args, **kwargs, private_shapes=True), self.ids)
+        result = self.inner.evaluate(*args, **kwargs, private_shapes=True)
+        self._keep_diagnostic(result.status, result.message)
+        return mask_evaluation(result, self.ids)
 
     def compare(self, *args: Any, **kwargs: Any) -> Any:
-        return mask_comparison(self.inner.compare(*args, **kwargs, private_shapes=True), self.ids)
+        result = self.inner.compare(*args, **kwargs, private_shapes=True)
+        self._keep_diagnostic(result.status, result.message)
+        return mask_comparison(result, self.ids)

@@ -1,0 +1,103 @@
+"""The production policy review of one candidate kernel, shared by every node that can make an incumbent:
+V1 (before it is pinned) and `policy_review` (each passing trial that can be picked, best first).
+
+The review is an agent reading the diff against the incumbent; its first line must be `POLICY: PASS`.
+Each verdict is kept in the ledger per (episode, trial) with the kernel's sha256, so a re-run node reuses
+it instead of asking again.
+"""
+
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass
+from pathlib import Path
+
+from aka_graph.cli_agents.base import AgentResult, AgentRun
+from aka_graph.context import CampaignContext
+from aka_graph.nodes._common import budget_left, isolated, ledger_of, run_agent
+from aka_graph.nodes.prompts import policy_prompt
+from aka_graph.state import CampaignState
+from aka_graph.tools.records.workspace import CampaignWorkspace
+
+
+@dataclass(frozen=True)
+class PolicyOutcome:
+    ok: bool
+    reason: str
+    tokens: int = 0
+    sessions: int = 0
+
+
+def kernel_patch(incumbent_dir: Path, candidate_dir: Path) -> str:
+    old = (incumbent_dir / "kernel.py").read_text().splitlines(keepends=True)
+    new = (candidate_dir / "kernel.py").read_text().splitlines(keepends=True)
+    return "".join(difflib.unified_diff(old, new, "incumbent/kernel.py", "candidate/kernel.py"))
+
+
+def policy_verdict(text: str) -> tuple[bool, str]:
+    first = (text.strip().splitlines() or [""])[0].strip()
+    if first == "POLICY: PASS":
+        return True, "policy review passed"
+    if first.startswith("POLICY: FAIL"):
+        return False, first.removeprefix("POLICY: FAIL").strip() or "policy review failed"
+    return False, f"policy reviewer gave no verdict line (got {first[:80]!r})"
+
+
+def trial_kind(trial: int) -> str:
+    return f"policy_trial{trial}"
+
+
+def review_candidate(
+    ctx: CampaignContext,
+    state: CampaignState,
+    ws: CampaignWorkspace,
+    *,
+    incumbent_dir: Path,
+    candidate_dir: Path,
+    sha256: str | None,
+    cwd: Path,
+    episode: int,
+    trial: int,
+    label: int | str,
+) -> PolicyOutcome:
+    """The policy verdict on one candidate (recorded in the ledger; a recorded one is reused)."""
+    ledger = ledger_of(ws)
+    kind = trial_kind(trial)
+    for done in ledger.decisions(episode):
+        if done.kind == kind and done.candidate_sha256 == sha256 and sha256:
+            return PolicyOutcome(done.decision == "pass", done.message)
+    run = AgentRun(
+        role="policy_reviewer",
+        prompt=policy_prompt(state, kernel_patch(incumbent_dir, candidate_dir)),
+        cwd=cwd,
+        effort="medium",
+        timeout_s=state.config.agent_timeout_s,
+        transcript_dir=ws.layout.transcripts(label) / f"policy_t{trial}",
+        labels={"episode": str(label), "trial": str(trial)},
+    )
+
+    def missing(result: AgentResult) -> str | None:
+        if result.final_text.strip().startswith("POLICY:"):
+            return None
+        return "answer with a first line 'POLICY: PASS' or 'POLICY: FAIL <reason>'"
+
+    results, tokens = run_agent(
+        ctx,
+        ctx.agent,
+        isolated(state, run),
+        ledger,
+        episode=episode,
+        trial=trial,
+        missing=missing,
+        max_resumes=1,
+        budget_left=budget_left(state),
+    )
+    ok, reason = policy_verdict(results[-1].final_text if results else "")
+    ledger.record_decision(
+        episode=episode,
+        kind=kind,
+        decision="pass" if ok else "fail",
+        candidate_sha256=sha256,
+        message=reason,
+    )
+    return PolicyOutcome(ok, reason, tokens, len(results))
