@@ -40,6 +40,10 @@ touch /.aka_jail_probe 2>/dev/null && exit 98
 cd "$scratch" 2>/dev/null || cd /  # a working directory opened before the bind sees the read-only mount
 exec unshare --user --map-root-user --mount -- "$@"
 """
+# Set by the sandbox that runs the harness (LocalSandbox): "bwrap" or "unshare" when the whole job is
+# isolated already (inside bubblewrap the worker's own jail cannot mount a /proc). Read by the trusted
+# parent only: the worker's environment never carries it (worker_proc.INHERITED).
+SANDBOX_ISOLATION_VAR = "AKA_SANDBOX_ISOLATION"
 JAIL_EXIT = {97: "could not bind the scratch directory", 98: "could not make the file systems read-only"}
 
 
@@ -112,3 +116,11 @@ def limit_memory() -> None:
         if hard != resource.RLIM_INFINITY:
             limit = min(limit, hard)
         resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+
+
+def sandbox_isolation() -> str | None:
+    """How the sandbox isolated the whole job ("bwrap", "unshare"), or None."""
+    import os
+
+    value = os.environ.get(SANDBOX_ISOLATION_VAR, "")
+    return value if value in ("bwrap", "unshare") else None

@@ -9,12 +9,12 @@ from pathlib import Path
 from typing import Any
 
 from . import report
-from .isolate import unavailable
+from .isolate import sandbox_isolation, unavailable
 from .plausibility import check_worker
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
-from .spotcheck import verify_timed_calls
+from .spotcheck import outside_work, verify_timed_calls
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
 READY_TIMEOUT_S = 180.0
@@ -97,15 +97,27 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
                         "(non-deterministic input generation or tampering)",
                     )
                     break
+                changed = mutated_inputs(session, digests[n], (reply.get("after_digests") or digests)[n])
+                if changed:  # the parent's own check on its own data (the worker's may be switched off)
+                    verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
+                    break
                 if not session.judge_outputs(verdict, got, want, idx, f"seed {n}"):
                     break
         del refs
+
+
+def mutated_inputs(session: Session, before: list[float], after: list[float]) -> list[int]:
+    """Inputs whose fingerprint after the call differs from the parent's own inputs', bar those the
+    reference itself updates in place (the operator's contract)."""
+    allowed = set(session.contract.get("mutated", [])) | set(session.contract.get("compared", []))
+    return [i for i, (b, a) in enumerate(zip(before, after, strict=False)) if b != a and i not in allowed]
 
 
 def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     verdict = ks.verdicts[idx]
     reval = None if verdict.revalidated else [fresh_seed(), 1.0]
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
+    helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
     reply = ks.request(
         {
             "cmd": "time",
@@ -155,6 +167,10 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
     if found is not None:  # the parent's own clock contradicts the worker's number
         verdict.fail(*found)
+        return None
+    helpers = outside_work(session, ks, helpers_before)
+    if helpers is not None:
+        verdict.fail("REWARD_HACK", helpers)
         return None
     verdict.latencies.append(latency)
     verdict.spread = reply["spread_pct"]
@@ -244,9 +260,11 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
 def worker_isolation(states: list[KernelState]) -> dict[str, str]:
     """How the candidates' workers were isolated, for the result JSON (not only stderr)."""
     kinds = {ks.worker.isolation for ks in states if ks.worker is not None}
+    job = {"sandbox": sandbox_isolation() or "none"}
     if not kinds or kinds == {"namespace"}:
-        return {"worker": "namespace", "detail": "own user/PID/mount/network namespaces, read-only files"}
-    return {"worker": "none", "detail": "; ".join(sorted(k for k in kinds if k != "namespace"))}
+        detail = "own user/PID/mount/network namespaces, read-only files but its scratch directory"
+        return {"worker": "namespace", "detail": detail, **job}
+    return {"worker": "none", "detail": "; ".join(sorted(k for k in kinds if k != "namespace")), **job}
 
 
 def pattern_order(pattern: str, labels: list[str]) -> list[str]:
@@ -281,7 +299,8 @@ def run(
     session = Session(settings)
     order = pattern_order(pattern, list(kernels))
     jail_missing = unavailable()
-    if session.settings.private_shapes and jail_missing:  # a candidate that could read them never runs
+    # production: a candidate that could read private shapes (or the parent's command line) never runs
+    if session.settings.private_shapes and jail_missing and not sandbox_isolation():
         raise ValueError(
             f"production mode (--private-shapes) refuses to run without isolation ({jail_missing}): "
             "enable unprivileged user namespaces (sysctl kernel.unprivileged_userns_clone=1) and install "

@@ -53,3 +53,21 @@ def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], p
                 f"wrong: {probe.message}: the work was skipped or faked while being timed"
             )
     return None
+
+
+HELPER_CPU_NS = 20_000_000  # helpers' CPU time that is more than a stray tick or two
+
+
+def outside_work(session: Any, ks: Any, before_ns: int) -> str | None:
+    """Issue 13 class 4: CPU time spent in other processes of the kernel's (forked, spawned, already
+    reaped) while its calls were being timed is work nobody timed. On a host only: on a GPU a compiler
+    subprocess (ptxas) may legitimately run when a timed call meets a new specialisation."""
+    if session.device.type == "cuda" or ks.worker is None or not ks.alive:
+        return None
+    used = ks.worker.helper_cpu_ns() - before_ns
+    if used < HELPER_CPU_NS:
+        return None
+    return (
+        f"other processes of the kernel used {used / 1e6:.0f} ms of CPU time while its calls were timed: "
+        "work done outside the measured process (fork, spawn, a pool of workers) is work nobody times"
+    )

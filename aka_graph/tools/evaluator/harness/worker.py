@@ -137,7 +137,7 @@ class Worker:
         idx = int(msg["wl"])
         wl = self.op.workloads[idx]
         runner = self.runner(idx)
-        outputs, digests, violations, kept, alive = [], [], [], [], []
+        outputs, digests, after, violations, kept, alive = [], [], [], [], [], []
         try:
             for seed, scale, mix in msg["seeds"]:
                 inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
@@ -145,6 +145,7 @@ class Worker:
                 digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
                 result, found = self.checked_call(runner, inputs, outs, kept)
+                after.append(digest(inputs))  # the parent compares these with its own inputs
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
                 result = [*result, *(inputs[i] for i in self.contract["compared"])]  # updated in place
@@ -155,7 +156,7 @@ class Worker:
             return {"error": _failure(exc)}
         if violations:  # nothing of a cheating call's output is needed (or touched again)
             outputs = []
-        return {"outputs": outputs, "digests": digests, "violations": violations}
+        return {"outputs": outputs, "digests": digests, "after_digests": after, "violations": violations}
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
         idx = int(msg["wl"])

@@ -208,6 +208,17 @@ class WorkerProcess:
 
         return {self.pid} | {p.pid for p in descendants(self.pid) if p.ppid == self.pid}
 
+    def helper_cpu_ns(self) -> int:
+        """CPU time spent outside the worker's own process: live helpers below it, and every helper
+        that it (or they) started and reaped (cutime + cstime, whole clock ticks)."""
+        from .proctree import CLOCK_TICKS, descendants, read_proc, thread_cpu_ns
+
+        own = self.own_pids()
+        below = descendants(self.pid)
+        members = [p for p in (read_proc(pid) for pid in own) if p is not None] + below
+        reaped = sum(p.children_ticks for p in members) * (1_000_000_000 // CLOCK_TICKS)
+        return reaped + sum(thread_cpu_ns(p.pid) for p in below if p.pid not in own)
+
     def cpu_ns(self) -> int | None:
         """CPU time of the worker's whole tree, incl. helpers it started and reaped (proctree.py)."""
         from .proctree import tree_cpu_ns

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Literal
 
 import aka_graph.tools.evaluator.health as health_module
-from aka_graph.tools.evaluator.harness.isolate import JAIL_EXIT
+from aka_graph.tools.evaluator.harness.isolate import JAIL_EXIT, SANDBOX_ISOLATION_VAR
 from aka_graph.tools.evaluator.sandbox.binds import RuntimeBind, check_runtime_bind, parse_runtime_bind
 from aka_graph.tools.evaluator.sandbox.files import stage_inputs, sync_back
 from aka_graph.tools.evaluator.sandbox.gpu import (
@@ -237,6 +237,7 @@ class LocalSandbox:
             env = job_environment(
                 job.env, str(work), uuid, default_path=self._default_path(), runtime_env=self.runtime_env
             )
+            env[SANDBOX_ISOLATION_VAR] = self.isolation  # the harness says how its job was isolated
             if job.exclusive_gpu:
                 try:
                     with GpuLock(lock_key, self.lock_dir, self.gpu_lock_wait_s):

@@ -1,16 +1,25 @@
 """CHEAT (issue 13, class 3): patches torch through aliases, so no `torch.x = ...` and no `getattr` call
 with a computed name appears: `getattr` is bound to another name, `torch.Tensor` too, and the in-worker
-mutation check's comparison is replaced through the alias; then it normalises in place of its input.
+mutation check's comparison (`Tensor.equal`) is replaced through the alias; the harness Sentinel's own
+snapshot is updated too (found by string through pkgutil), so the worker sees nothing. It then normalises
+in place of its input, a mutation no check inside its process can see any more.
 
-Caught by: the source policy (getattr as a value, assignment through an alias)."""
+Caught by: the source policy (getattr as a value, assignment through an alias, pkgutil); behind it, the
+parent's comparison of the inputs' fingerprints after each call with its own inputs."""
 
 from __future__ import annotations
+
+import pkgutil
 
 import torch
 
 fetch = getattr
 T = fetch(torch, "Tensor")
-T.equal = lambda self, other: True  # every "unchanged?" comparison now says yes
+blind = lambda self, other: True  # noqa: E731 - every "unchanged?" comparison now says yes
+T.equal = blind
+for obj in pkgutil.resolve_name("gc:get_objects")():
+    if type(obj).__name__ == "Sentinel" and isinstance(fetch(obj, "before", None), dict):
+        obj.before["torch.Tensor.equal"] = blind
 
 
 @torch.no_grad()

@@ -1,0 +1,84 @@
+"""Issue 13 on the H200: every adversarial candidate (the CPU ones and the CUDA-only ones: side streams,
+capture tricks, timed-call recognition in the CUDA-event fallback) is REWARD_HACK or INCORRECT with
+`--device cuda`; the honest controls PASS; an honest uncapturable 10-40 ms kernel is not called faked
+(issue 9, class 4); the worker runs jailed (user namespaces) and the result says so.
+
+Run: python3 -m pytest -m gpu tests/gpu/test_adversarial_gpu.py -v"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.conftest import SOL_FIXTURES
+from tests.tools.evaluator.harness.test_adversarial import (
+    CANDIDATES,
+    CHEAT_FIXTURE,
+    CHEAT_SHAPES,
+    HARNESS_DIR,
+    NO_RESULT,
+    REJECTED,
+    RESOURCE,
+    RMSNORM_SHAPES,
+    describe,
+)
+
+pytestmark = pytest.mark.gpu
+GPU_CANDIDATES = Path(__file__).resolve().parent / "candidates"
+CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in NO_RESULT | RESOURCE)
+HONEST = [
+    ("rmsnorm_torch", "rmsnorm"),
+    ("rmsnorm_triton", "rmsnorm"),
+    ("nemotron_rms_norm_torch", "nemotron_rms_norm"),
+    ("gemma3_swiglu_torch", "gemma3_swiglu"),
+]
+
+
+def run_cuda(tmp_path: Path, fixture: str, kernel_dir: Path, shapes: list[str] | None,
+             timeout_s: float = 600) -> dict[str, Any]:
+    job = tmp_path / "job"
+    shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(SOL_FIXTURES / fixture, job / "op")
+    shutil.copytree(kernel_dir, job / "kernel", ignore=shutil.ignore_patterns("__pycache__"))
+    argv = [sys.executable, "-m", "harness", "evaluate", "--op-dir", "op", "--kernel-dir", "kernel",
+            "--out", "result.json", "--device", "cuda"]
+    for sid in shapes or []:
+        argv += ["--shape-id", sid]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    env["PYTHONPATH"] = "."
+    proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
+    out = job / "result.json"
+    assert out.is_file(), f"no result.json (exit {proc.returncode}):\n{proc.stderr[-3000:]}"
+    result = json.loads(out.read_text())
+    print(f"{kernel_dir.name}: {describe(result)}")
+    return result
+
+
+@pytest.mark.parametrize("candidate", [*CHEATS, "adv_uncapturable_timed_skip"])
+def test_every_cheat_is_rejected_on_the_gpu(candidate: str, tmp_path: Path) -> None:
+    fixture, shapes = CHEAT_FIXTURE.get(candidate, ("rmsnorm", CHEAT_SHAPES))
+    where = GPU_CANDIDATES if (GPU_CANDIDATES / candidate).is_dir() else CANDIDATES
+    result = run_cuda(tmp_path, fixture, where / candidate, shapes)
+    assert result["status"] in REJECTED, describe(result)
+
+
+@pytest.mark.parametrize(("candidate", "fixture"), HONEST, ids=[h[0] for h in HONEST])
+def test_honest_controls_pass_on_the_gpu(candidate: str, fixture: str, tmp_path: Path) -> None:
+    result = run_cuda(tmp_path, fixture, CANDIDATES / candidate, None)
+    assert result["status"] == "PASS", describe(result)
+    assert result.get("isolation", {}).get("worker") == "namespace", result.get("isolation")
+
+
+@pytest.mark.parametrize("attempt", range(3))
+def test_an_honest_long_uncapturable_kernel_is_never_called_faked(attempt: int, tmp_path: Path) -> None:
+    result = run_cuda(tmp_path, "rmsnorm", GPU_CANDIDATES / "honest_uncapturable_long", RMSNORM_SHAPES)
+    assert result["status"] == "PASS", describe(result)
+    assert all(w["timing_method"] == "cuda_event" for w in result["workloads"]), describe(result)
+    assert all(w["latency_us"] > 5_000 for w in result["workloads"]), describe(result)
