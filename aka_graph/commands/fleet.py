@@ -177,6 +177,7 @@ def work(
         raise _fail(str(e)) from None
     pool = _pool(database_url)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(threadName)s %(message)s")
+    logging.getLogger("asyncssh").setLevel(logging.WARNING)
     settings = CoordinatorSettings(
         database_url=pool.conninfo,
         hosts=host_specs,

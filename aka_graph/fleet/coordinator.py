@@ -97,10 +97,10 @@ class Coordinator:
                     with self._lock:
                         self._lost.pop(cid, None)
                 while len(running) < self.settings.concurrency:
-                    lease = self.registry.take(self.settings.holder, self.settings.lease_ttl_s)
-                    if lease is None:
-                        break
-                    with self._lock:
+                    with self._lock:  # never between a heartbeat's renewal and its check of the result
+                        lease = self.registry.take(self.settings.holder, self.settings.lease_ttl_s)
+                        if lease is None:
+                            break
                         self._lost[lease.campaign_id] = threading.Event()
                     thread = threading.Thread(
                         target=self._run_guarded, args=(compiled, lease), name=f"campaign-{lease.campaign_id}"
@@ -122,12 +122,12 @@ class Coordinator:
     def _heartbeat(self) -> None:
         ttl = self.settings.lease_ttl_s
         while not self._stop.wait(ttl / 4):
-            try:
-                held = self.registry.renew(self.settings.holder, ttl)
-            except Exception as e:  # the database blinked: the next beat retries (leases last ttl)
-                log.warning("renewing campaign leases failed: %s", e)
-                continue
             with self._lock:
+                try:
+                    held = self.registry.renew(self.settings.holder, ttl)
+                except Exception as e:  # the database blinked: the next beat retries (leases last ttl)
+                    log.warning("renewing campaign leases failed: %s", e)
+                    continue
                 for cid, lost in self._lost.items():
                     if cid not in held and not lost.is_set():
                         log.warning("lost the lease of campaign %s; leaving it to its new holder", cid)
@@ -140,6 +140,8 @@ class Coordinator:
         try:
             state = self._run(compiled, lease)
         except LeaseLost:
+            # let go of it if the database still says it is ours (the loss was this process's view)
+            self.registry.end(cid, holder, "running", "lease lost by its coordinator; taken over")
             state = None
         except Exception as e:
             log.exception("campaign %s failed", cid)
@@ -166,6 +168,10 @@ class Coordinator:
             on_host=lambda host: self._on_host(cid, host),
             still_held=lambda: not lost.is_set(),
         )
+        if lease.takeover:
+            cleared = clear_stale_git_locks(Path(config.workspace))
+            if cleared:
+                log.warning("campaign %s: removed the dead holder's git locks %s", cid, cleared)
         ctx = dataclasses.replace(self.context_factory(config), sandbox=sandbox)
         cfg = thread_config(cid)
         snapshot = compiled.get_state(cfg)
@@ -198,6 +204,20 @@ class Coordinator:
 
     def _on_host(self, cid: str, host: str) -> None:
         self.registry.progress(cid, self.settings.holder, last_host=host)
+
+
+def clear_stale_git_locks(workspace: Path) -> list[str]:
+    """Remove git lock files a coordinator killed mid-git-command left in the campaign's repositories.
+
+    Called only on a takeover, while this coordinator holds the campaign's lease, so no live process of
+    this campaign can be holding them."""
+    removed = []
+    if workspace.is_dir():
+        for lock in workspace.rglob("*.lock"):
+            if ".git" in lock.relative_to(workspace).parts and lock.is_file():
+                lock.unlink(missing_ok=True)
+                removed.append(str(lock.relative_to(workspace)))
+    return removed
 
 
 @dataclass

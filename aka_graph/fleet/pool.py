@@ -123,8 +123,8 @@ class PoolSandbox:
 
     def health(self, gpu_index: int | None = None) -> HealthReport:
         """Healthy when a host's probe passes (run under a GPU lease, like any job); drained hosts whose
-        probe passes rejoin first, and an up host whose probe fails is drained."""
-        self.probe_drained(force=True)
+        probe is due are probed first (and rejoin if it passes); an up host whose probe fails is drained."""
+        self.probe_drained()
         probe = SandboxJob(argv=["health"], timeout_s=1, label="health")
         while (lease := self._lease(probe)) is not None:
             try:
@@ -139,14 +139,14 @@ class PoolSandbox:
 
     # -- internals ----------------------------------------------------------------------------------
 
-    def probe_drained(self, force: bool = False) -> list[str]:
-        """Probe drained hosts whose probe is due (claimed in the database: one prober per host)."""
+    def probe_drained(self) -> list[str]:
+        """Probe drained hosts whose probe is due (claimed in the database: one prober per host and
+        interval, fleet-wide; the host's sandbox reconnects by itself if its connection was lost)."""
         rejoined = []
-        for host in self.leases.claim_probe(0.0 if force else self.probe_interval_s):
+        for host in self.leases.claim_probe(self.probe_interval_s):
             spec = self.sandboxes.hosts.get(host)
             if spec is None:
                 continue
-            self.sandboxes.disconnect_host(host)
             report = self.sandboxes.get(host, spec.gpus[0]).health()
             if report.healthy and self.leases.rejoin(host, "health probe passed"):
                 log.warning("host %s rejoined the pool", host)

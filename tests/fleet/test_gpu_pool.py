@@ -155,6 +155,7 @@ def test_a_host_lost_mid_job_is_drained_the_job_reruns_elsewhere_and_the_host_re
     assert leases.up_hosts() == ["h2"]
     # the host comes back: the next health check probes it and it rejoins the pool
     two_hosts.servers["h1"].start()
+    sandbox.probe_interval_s = 0.0  # its next probe is due
     assert sandbox.health().healthy
     assert leases.up_hosts() == ["h1", "h2"]
     assert overlapping_leases(pool) == []
