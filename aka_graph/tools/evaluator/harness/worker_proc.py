@@ -35,6 +35,7 @@ def _package_root() -> Path:
 INHERITED = (
     *("PATH", "LANG", "LC_", "LD_LIBRARY_PATH", "CUDA_", "NVIDIA_", "TRITON_", "TORCH", "PYTORCH_"),
     *("HIP_", "ROCM_", "HSA_", "NCCL_", "NVSHMEM_", "CPATH", "LIBRARY_PATH", "CC", "CXX", "OMP_", "MKL_"),
+    *("CUTLASS_", "CUDNN_", "MAX_JOBS"),  # where C++ builds find CUTLASS / cuDNN (languages/toolchain.py)
 )
 
 
