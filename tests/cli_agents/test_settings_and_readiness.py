@@ -225,11 +225,11 @@ def test_qoder_argv_is_a_fresh_unpersisted_session_and_it_cannot_resume(tmp_path
 
 # --- registry and readiness ----------------------------------------------------------------------------
 def test_registry_knows_every_backend_and_rejects_unknown_names() -> None:
-    assert BACKEND_NAMES == ("claude", "codex", "qoder", "pi", "replay")
+    assert BACKEND_NAMES == ("claude", "codex", "qoder", "pi", "replay", "outside-loop")
     for name in ("claude", "codex", "qoder", "pi"):
         backend = make_backend(name)
         assert isinstance(backend, AgentBackend) and backend.name == name
-    with pytest.raises(ValueError, match="claude, codex, qoder, pi, replay"):
+    with pytest.raises(ValueError, match="claude, codex, qoder, pi, replay, outside-loop"):
         make_backend("cursor")
     with pytest.raises(ValueError, match="replay_script"):
         make_backend("replay")
