@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -13,13 +14,15 @@ from tests.conftest import REPO_ROOT, SOL_FIXTURES
 from tests.tools.evaluator.harness.test_gates import BATCH1, HONEST_DPS
 
 
-def _evaluate(*args: str) -> subprocess.CompletedProcess[str]:
+def _evaluate(*args: str, tmpdir: Path | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TMPDIR": str(tmpdir)} if tmpdir else None
     return subprocess.run(
         [sys.executable, "-m", "aka_graph", "evaluate", *args],
         cwd=REPO_ROOT,
         capture_output=True,
         text=True,
         timeout=300,
+        env=env,
     )
 
 
@@ -27,6 +30,8 @@ def _evaluate(*args: str) -> subprocess.CompletedProcess[str]:
 def test_a_passing_kernel_file_exits_0_with_json_on_stdout_and_the_table_on_stderr(tmp_path: Path) -> None:
     kernel = tmp_path / "kernel.py"
     kernel.write_text(HONEST_DPS)
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
     proc = _evaluate(
         str(SOL_FIXTURES / "rmsnorm"),
         str(kernel),
@@ -37,11 +42,13 @@ def test_a_passing_kernel_file_exits_0_with_json_on_stdout_and_the_table_on_stde
         "--json",
         "--device",
         "cpu",
+        tmpdir=scratch,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
     data = json.loads(proc.stdout)
     assert data["status"] == "PASS" and data["schema"] == "aka_graph.evaluation.v1"
     assert "lat_us" in proc.stderr and "PASS" in proc.stderr
+    assert not list(scratch.glob("aka_evaluate_*"))  # its scratch result directory was removed
 
 
 @pytest.mark.slow
