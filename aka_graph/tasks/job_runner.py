@@ -356,26 +356,36 @@ def _case_verdicts(
     return verdicts
 
 
+TORCH_DEVICE_QUERY = (
+    "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name},{p.major}.{p.minor}')"
+)
+
+
 def device_info(device: str) -> dict[str, str]:
+    """Name and arch of the job's GPU: nvidia-smi, else torch (inside a sandbox either may be missing)."""
     if device == "cpu":
         return {"name": "cpu", "arch": "cpu"}
-    try:
-        out = subprocess.run(
-            ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        ).stdout
-        name, cap = (part.strip() for part in out.strip().splitlines()[0].split(","))
-        return {"name": name, "arch": "sm_" + cap.replace(".", "")}
-    except (OSError, IndexError, ValueError, subprocess.TimeoutExpired):
-        return {"name": "unknown GPU", "arch": "unknown"}
+    for argv in (
+        ["nvidia-smi", "--query-gpu=name,compute_cap", "--format=csv,noheader"],
+        [sys.executable, "-c", TORCH_DEVICE_QUERY],
+    ):
+        try:
+            out = subprocess.run(argv, capture_output=True, text=True, timeout=120, check=False).stdout
+            name, cap = (part.strip() for part in out.strip().splitlines()[0].rsplit(",", 1))
+            return {"name": name, "arch": "sm_" + cap.replace(".", "")}
+        except (OSError, IndexError, ValueError, subprocess.TimeoutExpired):
+            continue
+    return {"name": "unknown GPU", "arch": "unknown"}
 
 
 def resolve_device(device: str) -> str:
+    """`auto`: cuda when the job can see an NVIDIA GPU (the sandbox exposes its device nodes and sets
+    CUDA_VISIBLE_DEVICES only for a job given a GPU), else cpu."""
     if device != "auto":
         return device
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if Path("/dev/nvidiactl").exists() and visible not in ("", "-1"):
+        return "cuda"
     try:
         found = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired):
