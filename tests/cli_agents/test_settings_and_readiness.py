@@ -231,7 +231,7 @@ def test_registry_knows_every_backend_and_rejects_unknown_names() -> None:
         assert isinstance(backend, AgentBackend) and backend.name == name
     with pytest.raises(ValueError, match="claude, codex, qoder, pi, replay, outside-loop"):
         make_backend("cursor")
-    with pytest.raises(ValueError, match="replay_script"):
+    with pytest.raises(ValueError, match="--replay-script"):
         make_backend("replay")
 
 
