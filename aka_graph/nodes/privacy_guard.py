@@ -47,8 +47,7 @@ class CampaignPrivacy:
     def evaluator(self, inner: Any) -> Any:
         if self.ids is None:
             return inner
-        log = private_dir(self.workspace, self.ws_root.name) / "evaluator.log"
-        return PrivateEvaluator(inner, self.ids, log)
+        return PrivateEvaluator(inner, self.ids, private_dir(self.workspace, self.ws_root.name))
 
     def isolate(self, run: AgentRun, writable: Path | None = None) -> AgentRun:
         """`run` with the campaign's agent sandbox (its cwd, or `writable`, the only campaign path)."""

@@ -19,6 +19,7 @@ import json
 import os
 import re
 import secrets
+import shutil
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -345,27 +346,46 @@ def _hide_around(path: Path, keep: Path) -> list[Path]:
 class PrivateEvaluator:
     """The campaign's evaluator in production mode: asks the harness to withhold its messages
     (`--private-shapes`) and hands back only masked results, so nothing downstream can leak a shape.
-    An infrastructure failure's diagnostic (a traceback may name shapes) goes to `log` instead, a file
-    in the campaign's private directory, for the operator."""
 
-    def __init__(self, inner: Any, ids: OpaqueIds, log: Path | None = None) -> None:
+    The job's raw outputs (the harness's own result/compare JSON, logs) never land in the workspace: the
+    job syncs back into a scratch directory of the campaign's private directory, removed afterwards. An
+    infrastructure failure's diagnostic (a traceback may name shapes) is appended to `log` there, for
+    the operator."""
+
+    def __init__(self, inner: Any, ids: OpaqueIds, private_root: Path) -> None:
         self.inner = inner
         self.ids = ids
-        self.log = log
+        self.private_root = Path(private_root)
+
+    @property
+    def log(self) -> Path:
+        return self.private_root / "evaluator.log"
 
     def _keep_diagnostic(self, status: str, message: str) -> None:
-        if self.log is None or status != "INFRA_ERROR" or not message:
+        if status != "INFRA_ERROR" or not message:
             return
         self.log.parent.mkdir(parents=True, exist_ok=True)
         with self.log.open("a") as f:
             f.write(f"--- {status}\n{message}\n")
 
+    def _run(self, method: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        sandbox, op_dir, subject = args[:3]
+        kwargs.pop("results_dir", None)
+        scratch = self.private_root / "jobs" / secrets.token_hex(8)
+        run = getattr(self.inner, method)
+        try:
+            return run(sandbox, op_dir, subject, scratch, **kwargs, private_shapes=True)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+
     def evaluate(self, *args: Any, **kwargs: Any) -> EvaluationResult:
-        result = self.inner.evaluate(*args, **kwargs, private_shapes=True)
+        """`evaluate(sandbox, op_dir, kernel_dir, results_dir, ...)`; results_dir receives nothing raw."""
+        result = self._run("evaluate", args, kwargs)
         self._keep_diagnostic(result.status, result.message)
         return mask_evaluation(result, self.ids)
 
     def compare(self, *args: Any, **kwargs: Any) -> Any:
-        result = self.inner.compare(*args, **kwargs, private_shapes=True)
+        """`compare(sandbox, op_dir, kernels, results_dir, ...)`; results_dir receives nothing raw."""
+        result = self._run("compare", args, kwargs)
         self._keep_diagnostic(result.status, result.message)
         return mask_comparison(result, self.ids)

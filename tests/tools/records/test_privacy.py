@@ -12,6 +12,7 @@ from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationRe
 from aka_graph.tools.records.privacy import (
     LeakScanner,
     OpaqueIds,
+    PrivateEvaluator,
     PrivateShapes,
     audit_campaign,
     mask_evaluation,
@@ -101,3 +102,29 @@ def test_the_audit_reads_every_git_object_even_unreachable_ones(tmp_path: Path) 
     repo.git.branch("-D", "episode/1")  # gone from every branch, still an object: still found
     found = audit_campaign(root, scanner)
     assert found and all("git blob" in f for f in found)
+
+
+class RawWritingEvaluator:
+    """Writes the harness's raw JSON where it is told, like the sandbox job's sync-back does."""
+
+    def evaluate(self, sandbox, op_dir, kernel_dir, results_dir, *, private_shapes=False, **_):
+        assert private_shapes  # the harness is always told to withhold
+        results_dir.mkdir(parents=True)
+        (results_dir / "result.json").write_text('{"id": "t211_h1237"}')
+        return EvaluationResult(
+            status="INFRA_ERROR", kernel_sha256="", device=DeviceInfo(name="cpu", arch="cpu"),
+            timing_method="none", authoritative=False,
+            message="OOM allocating [211, 1237] for t211_h1237",
+            workloads=[WorkloadResult(id="t211_h1237", status="INFRA_ERROR")],
+        )
+
+
+def test_the_private_evaluator_keeps_raw_output_and_diagnostics_out_of_the_workspace(tmp_path: Path) -> None:
+    ids = OpaqueIds.load_or_create(tmp_path / "private" / "ids.json", list(SHAPES))
+    evaluator = PrivateEvaluator(RawWritingEvaluator(), ids, tmp_path / "private")
+    results_dir = tmp_path / "ws" / "results" / "v0"
+    result = evaluator.evaluate(None, tmp_path / "op", tmp_path / "kernel", results_dir, seeds=1)
+    assert not results_dir.exists()  # the raw result.json went to a private scratch dir, now removed
+    assert not (tmp_path / "private" / "jobs").exists() or not any((tmp_path / "private" / "jobs").iterdir())
+    assert "t211" not in result.model_dump_json() and "1237" not in result.model_dump_json()
+    assert "t211_h1237" in (tmp_path / "private" / "evaluator.log").read_text()  # for the operator
