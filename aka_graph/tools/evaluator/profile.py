@@ -318,7 +318,8 @@ def profile_kernel(
     workload = str(run_info.get("workload") or shape_id or "?")
     if run_info.get("error"):
         err = run_info["error"]
-        return ProfileResult(False, None, f"{err['status']}: {err['message'][:2000]}", {})
+        detail = "details withheld: private shapes" if private else err["message"][:2000]
+        return ProfileResult(False, None, f"{err['status']}: {detail}", {})
     text = _read(result.synced, csv_name)
     if result.exit_code != 0 or text is None:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
