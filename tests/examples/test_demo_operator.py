@@ -72,6 +72,16 @@ def test_fast_and_slow_candidates_match_the_reference_exactly(name: str, tokens:
     assert _rows_matching(name, tokens, seed=tokens) == 1.0
 
 
+@pytest.mark.parametrize("tokens", [16, 45, 150])
+def test_the_fast_kernels_gpu_plan_matches_the_reference_exactly(tokens: int) -> None:
+    """fast.py's GPU plan (token blocks x codebook slices, then a pick kernel), run under the interpreter
+    with the very tile sizes the GPU uses: the same nearest codes as the reference, masked tails too."""
+    x, codebook = _inputs(tokens, seed=100 + tokens)
+    out = torch.full((tokens, 64), float("nan"), device=DEVICE)
+    _kernel("fast").run_sliced(x, codebook, out)
+    assert torch.equal(out, _reference()(x, codebook))
+
+
 def test_incorrect_candidate_fails_on_most_rows() -> None:
     assert _rows_matching("incorrect", 64, seed=3) < 0.5
 
@@ -87,17 +97,26 @@ AOT_COMPILE = """
 import importlib.util, sys, triton
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-sig = {"x_ptr": "*fp32", "cb_ptr": "*fp32", "out_ptr": "*fp32", "num_tokens": "i32",
-       "K": "constexpr", "D": "constexpr", "BLOCK_T": "constexpr", "BLOCK_K": "constexpr"}
-for path, kernel, bt, bk in (("fast.py", "_vq_dot_kernel", 64, 128), ("slow.py", "_vq_brute_kernel", 16, 16)):
+TILED = {"x_ptr": "*fp32", "cb_ptr": "*fp32", "out_ptr": "*fp32", "num_tokens": "i32",
+         "K": "constexpr", "D": "constexpr", "BLOCK_T": "constexpr", "BLOCK_K": "constexpr"}
+SLICE = {"x_ptr": "*fp32", "cb_ptr": "*fp32", "slice_min_ptr": "*fp32", "slice_idx_ptr": "*i32",
+         "num_tokens": "i32", "D": "constexpr", "BLOCK_T": "constexpr", "BLOCK_K": "constexpr",
+         "SLICE": "constexpr"}
+PICK = {"slice_min_ptr": "*fp32", "slice_idx_ptr": "*i32", "cb_ptr": "*fp32", "out_ptr": "*fp32",
+        "num_tokens": "i32", "D": "constexpr", "SLICES": "constexpr", "BLOCK_T": "constexpr"}
+KERNELS = (
+    ("slow.py", "_vq_brute_kernel", TILED, {"K": 1024, "D": 64, "BLOCK_T": 16, "BLOCK_K": 16}),
+    ("fast.py", "_vq_slice_kernel", SLICE, {"D": 64, "BLOCK_T": 16, "BLOCK_K": 64, "SLICE": 128}),
+    ("fast.py", "_vq_pick_kernel", PICK, {"D": 64, "SLICES": 8, "BLOCK_T": 32}),
+)
+for path, kernel, sig, consts in KERNELS:
     spec = importlib.util.spec_from_file_location(kernel, sys.argv[1] + "/" + path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     fn = getattr(module, kernel)
-    consts = {"K": 1024, "D": 64, "BLOCK_T": bt, "BLOCK_K": bk}
     src = ASTSource(fn=fn, signature=sig, constexprs={(fn.arg_names.index(k),): v for k, v in consts.items()})
     assert triton.compile(src, target=GPUTarget("cuda", 90, 32)).asm["cubin"]
-    print(path, "compiled for sm_90")
+    print(path, kernel, "compiled for sm_90")
 """
 
 
@@ -110,4 +129,4 @@ def test_candidates_compile_for_an_h200_without_one(tmp_path: Path) -> None:
     done = subprocess.run([sys.executable, "-c", AOT_COMPILE, str(EXAMPLE / "kernels")], env=env,
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
-    assert done.stdout.count("compiled for sm_90") == 2
+    assert done.stdout.count("compiled for sm_90") == 3
