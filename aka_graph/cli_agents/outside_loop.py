@@ -17,13 +17,15 @@ What the campaign keeps control of:
 - **Tokens.** Lines `{"type": "tokens", "input": N, "output": M, "cache_read": .., "cache_write": ..}`
   (increments) are summed and count against the token budget, which can stop the loop mid-run.
 
-The loop command may use `{prompt_file}`, `{driver}`, `{tree}` and `{deadline_s}` in its argv.
+The loop command may use `{prompt_file}`, `{driver}`, `{tree}` and `{deadline_s}` in its argv; its own
+state files belong in `$AKA_LOOP_STATE` (outside the worktree).
 Configured by `AKA_OUTSIDE_LOOP_COMMAND` (a shell-quoted command line) and `AKA_OUTSIDE_LOOP_TASK`
 (the task file) for `--agent-cli outside-loop`.
 """
 
 from __future__ import annotations
 
+import fnmatch
 import json
 import os
 import shlex
@@ -50,6 +52,7 @@ from aka_graph.tasks.driver import write_config
 from aka_graph.tasks.guard import GuardReport, HarnessGuard
 from aka_graph.tasks.loader import LoadedTask, TaskFileError, load_task
 from aka_graph.tasks.seeding import TREE_DIR
+from aka_graph.tools.records.workspace import EVIDENCE_PATTERNS
 
 COMMAND_ENV = "AKA_OUTSIDE_LOOP_COMMAND"
 TASK_ENV = "AKA_OUTSIDE_LOOP_TASK"
@@ -111,6 +114,8 @@ class OutsideLoopBackend:
         baseline = guard.snapshot(tree)
         git_start = _git_head_and_changes(cwd)
         shim = self._write_shim(loaded, tree, state, baseline)
+        loop_state = state / "loop"
+        loop_state.mkdir(parents=True, exist_ok=True)
         prompt_file = state / "prompt.md"
         prompt_file.write_text(run.prompt)
         deadline = time.time() + run.timeout_s
@@ -127,6 +132,7 @@ class OutsideLoopBackend:
             "AKA_TREE": str(tree),
             "AKA_DEADLINE": f"{deadline:.0f}",
             "AKA_PROMPT_FILE": str(prompt_file),
+            "AKA_LOOP_STATE": str(loop_state),  # the loop's own files belong here, not in the worktree
             "PATH": f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
         tokens, claims = TokenUsage(accuracy="unavailable"), []
@@ -304,8 +310,8 @@ def _changed(repo: git.Repo) -> list[str]:
 def _revert_outside_editable(
     cwd: Path, tree: Path, loaded: LoadedTask, start: tuple[str, set[str]] | None
 ) -> list[str]:
-    """Changes git sees that are not editable files of the tree, put back as they were (tracked) or
-    removed (new); returns them. Changes present before the run are not the loop's."""
+    """Changes git sees that are neither editable files of the tree nor plans/profiles, put back as they were
+    (tracked) or removed (new); returns them. Changes present before the run are not the loop's."""
     repo = _repo(cwd)
     if repo is None or start is None:
         return []
@@ -315,8 +321,9 @@ def _revert_outside_editable(
         if path in start[1]:
             continue
         rel = path[len(prefix) :] if path.startswith(prefix) else None
-        if rel is not None and loaded.is_editable(rel):
-            continue
+        evidence = any(fnmatch.fnmatch(path, pattern) for pattern in EVIDENCE_PATTERNS)
+        if (rel is not None and loaded.is_editable(rel)) or evidence:
+            continue  # an editable file, or plans/profiles (evidence the campaign keeps for any agent)
         forbidden.append(path)
         tracked = bool(repo.git.ls_files("--", path))
         if tracked:

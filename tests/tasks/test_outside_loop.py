@@ -96,7 +96,11 @@ def test_harness_and_outside_edits_are_undone_and_not_scored(minikern: Path, tmp
     assert len((state / "guard.jsonl").read_text().splitlines()) == 2  # that iteration + the end of the run
     summary = json.loads(result.final_text)
     assert summary["rescored"] is None
-    assert not git.Repo(ws).is_dirty(untracked_files=True)  # editable edit undone too: nothing to score
+    # the editable edit is undone too (nothing to score); a plan is evidence, kept as for any agent
+    assert git.Repo(ws).git.status("--porcelain", "--untracked-files=all").splitlines() == [
+        "?? plans/loop_notes.md"
+    ]
+    assert "plans" not in result.error
     tree = load_task(minikern).tree
     assert (ws / "tree/bench/bench.py").read_bytes() == (tree / "bench/bench.py").read_bytes()
 
