@@ -172,17 +172,22 @@ def stored_config(compiled: CompiledStateGraph, thread_id: str) -> CampaignConfi
 
 
 def known_thread(workspace: Path, config: CampaignConfig) -> str | None:
-    """The thread of the campaign started with exactly these settings, if there is one."""
+    """The thread of the campaign started with these settings (where it runs aside), if there is one."""
     threads = list_threads(workspace)
     if not threads:
         return None
     with open_checkpointer(workspace) as saver:
         compiled = compile_graph(saver)
-        return next((tid for tid in threads if stored_config(compiled, tid) == config), None)
+        for tid in threads:
+            stored = stored_config(compiled, tid)
+            if stored is not None and stored.identity() == config.identity():
+                return tid
+        return None
 
 
 def _differences(a: CampaignConfig, b: CampaignConfig) -> list[str]:
-    da, db = a.model_dump(), b.model_dump()
+    """What makes `b` another campaign than `a` (infrastructure settings never do: `identity()`)."""
+    da, db = a.identity(), b.identity()
     return [f"{k}: {da[k]!r} (stored) vs {db[k]!r} (now)" for k in da if da[k] != db[k]]
 
 
@@ -210,7 +215,7 @@ def run_campaign(
         cfg = thread_config(tid)
         snapshot = compiled.get_state(cfg)
         previous = stored_config(compiled, tid)
-        if previous is not None and previous != config:
+        if previous is not None and previous.identity() != config.identity():
             raise CampaignConflict(
                 f"campaign {tid} in {workspace} was started with other settings ("
                 + "; ".join(_differences(previous, config))
@@ -220,6 +225,8 @@ def run_campaign(
             progress.log(f"campaign {tid} already finished: {snapshot.values.get('stop_reason')}")
             return RunOutcome(tid, "already-finished", dict(snapshot.values), resumed=False)
         resumed = bool(snapshot.next)
+        if resumed:  # the progress lines start from what the campaign already spent and kept
+            progress.resume_from(snapshot.values)
         for backend in (ctx.agent, *ctx.reviewers.values()):  # fail before any work, naming the fix
             backend.check_ready()
         progress.log(

@@ -57,3 +57,21 @@ def test_state_round_trips_through_json_with_paths_and_numbers_only() -> None:
     again = CampaignState.model_validate_json(state.model_dump_json())
     assert again == state
     assert len(state.model_dump_json()) < 4000
+
+
+def test_where_a_campaign_runs_is_not_part_of_what_it_is() -> None:
+    """Moving a campaign to another GPU host or GPU (or changing how it waits for a broken environment)
+    keeps its identity; every other setting changes it."""
+    infra = CampaignConfig.infrastructure_fields()
+    assert {"sandbox_ssh", "sandbox_ssh_gpu", "sandbox_ssh_init", "gpu_index"} <= infra
+    assert not infra & {"op_dir", "platform", "framework", "max_iters", "seeds", "token_budget", "workspace"}
+    here = CampaignConfig(op_dir="/op", gpu_index=0)
+    moved = here.model_copy(update={"sandbox_ssh": "gpu-box", "sandbox_ssh_gpu": 3, "gpu_index": None})
+    assert moved != here and moved.identity() == here.identity()
+    assert here.model_copy(update={"max_iters": 3}).identity() != here.identity()
+
+
+def test_every_config_field_has_a_description_for_its_cli_option() -> None:
+    """`run`'s options are generated from these descriptions: a field without one would be a bare flag."""
+    missing = [name for name, info in CampaignConfig.model_fields.items() if not info.description]
+    assert missing == []

@@ -102,6 +102,9 @@ def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str,
         if failed is not None:
             submission = None
             reason = f"{reason}; {failed}"
+    if submission is not None and state.incumbent is not None:  # in the campaign's git, never left untracked
+        version = state.incumbent.version
+        ws.commit([submission.relative_to(ws.root).as_posix()], f"submission.json for v{version}")
     update_live(ws, state, "finish", f"finished: {reason}")
     emit(
         runtime,

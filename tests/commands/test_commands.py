@@ -19,6 +19,7 @@ sys.path.insert(0, str(NODES_DIR))
 from campaign_fakes import write_fake_operator  # noqa: E402
 
 from aka_graph.cli import app  # noqa: E402
+from aka_graph.cli_agents.registry import BACKEND_NAMES  # noqa: E402
 
 RUNNER = CliRunner()
 
@@ -126,6 +127,12 @@ def test_status_shows_budget_versions_and_incumbent_of_a_finished_campaign(tmp_p
     rows = json.loads(RUNNER.invoke(app, ["status", "--workspace", str(tmp_path / "ws"), "--json"]).stdout)
     assert rows[0]["incumbent"]["version"] == 1 and rows[0]["state"] == "finished"
     campaign_dir = tmp_path / "ws" / rows[0]["campaign"]
+    git_status = subprocess.run(
+        ["git", "-C", str(campaign_dir), "status", "--porcelain"], capture_output=True, text=True, check=True
+    ).stdout
+    tracked = subprocess.run(["git", "-C", str(campaign_dir), "ls-files", "submission.json"],
+                             capture_output=True, text=True, check=True).stdout
+    assert tracked.strip() == "submission.json" and "submission.json" not in git_status
     (campaign_dir / "report" / "report.md").unlink()
     report = RUNNER.invoke(app, ["report", str(campaign_dir)])
     assert report.exit_code == 0 and (campaign_dir / "report" / "report.md").is_file()
@@ -240,3 +247,101 @@ def test_bad_input_is_one_line_naming_the_problem_not_a_traceback(
     )
     assert done.returncode == 2, done.stderr[-2000:]
     assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_unknown_agent_cli_is_one_line_with_the_choices(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--agent-cli", "foo"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr[-2000:]
+    assert done.stderr.strip() == "error: unknown agent CLI 'foo'; choose one of: " + ", ".join(BACKEND_NAMES)
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["run", "--v1", "sometimes"], "error: Invalid value for '--v1'"),
+        (["run", "--max-iters", "many"], "error: Invalid value for '--max-iters'"),
+        (["run", "--no-such-flag"], "error: No such option: --no-such-flag"),
+        (["frobnicate"], "error: No such command 'frobnicate'"),
+    ],
+)
+def test_malformed_command_lines_are_one_line_exit_2(args: list[str], message: str) -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *args], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 2 and done.stderr.startswith(message), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and done.stdout == ""
+
+
+def test_every_campaign_setting_is_a_run_option_with_the_model_default() -> None:
+    """`run`'s options come from CampaignConfig: every field can be set and its help shows the model's
+    own default, so the two cannot disagree."""
+    from aka_graph.commands.config_options import flag
+    from aka_graph.state import CampaignConfig
+
+    text = RUNNER.invoke(app, ["run", "--help"], env={"COLUMNS": "400"}).stdout
+    for name in CampaignConfig.model_fields:
+        assert flag(name) in text, name
+    assert "(default: 10)" in text.split("--max-iters", 1)[1].split("\n", 1)[0]
+    assert "Exit status" in text and "3 stopped" in text
+
+
+def test_resume_in_an_empty_directory_says_what_to_do(tmp_path: Path) -> None:
+    result = RUNNER.invoke(app, ["resume", "--workspace", str(tmp_path)])
+    assert result.exit_code == 2
+    assert "nothing to resume" in result.output and "python -m aka_graph run" in result.output
+    assert not (tmp_path / "checkpoints").exists()
+
+
+def test_a_campaign_moved_to_another_gpu_host_is_the_same_campaign(tmp_path: Path) -> None:
+    """Infrastructure settings (sandbox host, GPU index, environment waits) are not the campaign's
+    identity: changing them continues the campaign; changing what it is stays a conflict, named."""
+    first = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert first.returncode == 0, first.stderr[-2000:]
+    moved = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--gpu-index", "1",
+         "--sandbox-ssh-init", "true", "--environment-poll-interval", "5"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert moved.returncode == 0, moved.stderr[-2000:]
+    assert "already finished" in moved.stderr
+    other = subprocess.run(
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--seeds", "2", "--quiet"],
+        env=cli_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert other.returncode == 2 and "seeds: 3 (stored) vs 2 (now)" in other.stderr, other.stderr
+    assert "gpu_index" not in other.stderr
+
+
+def test_the_isolation_warning_comes_once_per_process_and_says_how_to_get_isolation(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A command builds a sandbox more than once (framework discovery, then the campaign): the warning that
+    jobs run without bubblewrap is printed once, with what to install."""
+    from aka_graph.tools.evaluator.sandbox.local import LocalSandbox
+
+    broken = tmp_path / "bwrap"
+    broken.write_text(f"#!/bin/sh\necho 'no namespaces for {tmp_path.name}' >&2\nexit 1\n")
+    broken.chmod(0o755)
+    with caplog.at_level("WARNING"):
+        for _ in range(3):
+            assert LocalSandbox(bwrap=str(broken)).isolation == "none"
+    warnings = [r.getMessage() for r in caplog.records if "WITHOUT isolation" in r.getMessage()]
+    assert len(warnings) == 1, warnings
+    assert "apt-get install bubblewrap" in warnings[0] and "unprivileged user namespaces" in warnings[0]
