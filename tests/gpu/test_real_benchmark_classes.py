@@ -30,7 +30,14 @@ pytestmark = pytest.mark.gpu
 
 @pytest.mark.parametrize(
     "name",
-    ["int_literal_rope", "custom_rng_routing", "kv_cache_inplace", "expanded_bias", "safetensors_blob"],
+    [
+        "int_literal_rope",
+        "custom_rng_routing",
+        "kv_cache_inplace",
+        "expanded_bias",
+        "safetensors_blob",
+        "scalar_output",
+    ],
 )
 def test_each_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:
     extra = ["--blob-root", str(make_blob_root(tmp_path / "blobs"))] if name == "safetensors_blob" else []

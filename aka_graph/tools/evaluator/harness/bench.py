@@ -195,7 +195,10 @@ class Bench:
     def keep(self, i: int) -> None:
         k = i % len(self.copies)
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
-        self.kept[i] = [o.detach().clone() if type(o) is torch.Tensor else None for o in outs]
+        self.kept[i] = [
+            o.detach().clone() if type(o) is torch.Tensor else o if type(o) in (int, float, bool) else None
+            for o in outs
+        ]
 
     def perturb(self, i: int) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values

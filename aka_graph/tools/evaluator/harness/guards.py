@@ -198,6 +198,8 @@ def output_violations(
     spans = [(i, _span(t)) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.numel()]
     old_spans = [_span(t) for t in earlier if t.numel()]
     for i, out in enumerate(outputs):
+        if type(out) in (int, float, bool):  # a Python scalar output (`shape: null`): a value, no memory
+            continue
         if type(out) is not torch.Tensor:
             found.append(
                 f"output {i} is a {type(out).__module__}.{type(out).__name__}, not a plain "

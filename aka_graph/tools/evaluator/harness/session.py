@@ -14,6 +14,7 @@ import torch
 
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
+from .inputs import dtype_of
 from .loading import load_operator
 from .numerics import check_output
 from .opmodel import Operator, OperatorError
@@ -216,6 +217,12 @@ class Session:
             return f"input {self.op.inputs[extra[j - n_out]].name} (updated in place)"
         return self.op.outputs[j].name if j < n_out else f"output{j}"
 
+    def _as_tensor(self, value: Any, j: int) -> Any:
+        """A Python scalar output (`shape: null`) as a 0-d tensor of its declared dtype (as SOL does)."""
+        if type(value) not in (int, float, bool) or j >= len(self.op.outputs):
+            return value
+        return torch.tensor(value, dtype=dtype_of(self.op.outputs[j].dtype), device=self.device)
+
     def judge_outputs(
         self, verdict: WorkloadVerdict, got: list[Any], want: list[Any], idx: int, what: str
     ) -> bool:
@@ -225,6 +232,7 @@ class Session:
             return False
         for j, (g, w) in enumerate(zip(got, want, strict=True)):
             name = self.output_name(j)
+            g, w = self._as_tensor(g, j), self._as_tensor(w, j)
             if not isinstance(g, torch.Tensor) or not isinstance(w, torch.Tensor):
                 verdict.fail("INCORRECT", f"{what}: {name} is not a tensor")
                 return False

@@ -51,6 +51,14 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
 POOL_BYTES = 1 << 30  # fresh timed input sets kept at once (the CUDA-event fallback times one per set)
 
+
+def _sendable(r: Any) -> Any:
+    """An output as the parent receives it: a tensor, a Python number (a `shape: null` output), else None."""
+    if type(r) is torch.Tensor:
+        return r.detach()
+    return r if type(r) in (int, float, bool) else None
+
+
 _CHECK = Sentinel.violations  # bound before any candidate runs; a replaced class method is reported
 
 
@@ -149,7 +157,7 @@ class Worker:
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
                 result = [*result, *(inputs[i] for i in self.contract["compared"])]  # updated in place
-                outputs.append([r.detach() if type(r) is torch.Tensor else None for r in result])
+                outputs.append([_sendable(r) for r in result])
                 if found:
                     break
         except BaseException as exc:
@@ -235,7 +243,9 @@ class Worker:
             if isinstance(b, torch.Tensor) and i not in self.contract["mutated"] and not same_bits(b, v)
         ]
         return {
-            "reval_outputs": [r.detach().clone() if type(r) is torch.Tensor else None for r in result],
+            "reval_outputs": [
+                r.detach().clone() if type(r) is torch.Tensor else _sendable(r) for r in result
+            ],
             "reval_digest": digest(fresh),
             "violations": violations,
         }

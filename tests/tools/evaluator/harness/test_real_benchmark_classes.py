@@ -295,7 +295,14 @@ def evaluate(
 @pytest.mark.slow
 @pytest.mark.parametrize(
     "name",
-    ["int_literal_rope", "custom_rng_routing", "kv_cache_inplace", "expanded_bias", "safetensors_blob"],
+    [
+        "int_literal_rope",
+        "custom_rng_routing",
+        "kv_cache_inplace",
+        "expanded_bias",
+        "safetensors_blob",
+        "scalar_output",
+    ],
 )
 def test_each_fixture_passes_with_its_own_reference_as_the_candidate(tmp_path: Path, name: str) -> None:
     extra = ["--blob-root", str(make_blob_root(tmp_path / "blobs"))] if name == "safetensors_blob" else []
@@ -332,3 +339,11 @@ def test_a_missing_blob_is_exit_2_naming_the_flag(tmp_path: Path) -> None:
     op_dir = FIXTURES / "safetensors_blob"
     code, res = evaluate(tmp_path, op_dir, reference_candidate(op_dir))
     assert code == 2 and "--blob-root DIR" in res["message"] and BLOB_REL in res["message"]
+
+
+@pytest.mark.slow
+def test_a_wrong_python_scalar_output_is_incorrect(tmp_path: Path) -> None:
+    op_dir = FIXTURES / "scalar_output"
+    wrong = reference_candidate(op_dir, (".sum().item())", ".sum().item() * 1.5)"))
+    code, res = evaluate(tmp_path, op_dir, wrong)
+    assert code == 1 and res["status"] == "INCORRECT" and "total" in res["message"], res["message"]
