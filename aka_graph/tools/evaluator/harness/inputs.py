@@ -123,7 +123,7 @@ def _transform(x: torch.Tensor, rule: str, scale: float, fan_in: int) -> torch.T
 
 def _to_fp4x2(x: torch.Tensor) -> torch.Tensor:
     """float32 values -> packed fp4 e2m1 pairs (SOL: randn quantised to the nearest fp4 value, two
-    nibbles a byte, the even column in the low nibble)."""
+    nibbles a byte, the even column in the low nibble), so the last dimension halves as SOL's does."""
     levels = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], device=x.device)
     code = (x.abs().unsqueeze(-1) - levels).abs().argmin(-1).to(torch.uint8)
     code = code | ((x < 0).to(torch.uint8) << 3)
@@ -146,10 +146,8 @@ def _random_tensor(
         return torch.randint(-128, 128, shape, generator=gen, device=device, dtype=torch.int8)
     if dtype == torch.uint8:
         return torch.randint(0, 256, shape, generator=gen, device=device, dtype=torch.uint8)
-    if FP4X2 is not None and dtype == FP4X2:
-        logical = (*shape[:-1], shape[-1] * 2) if shape else (2,)
-        packed = _to_fp4x2(torch.randn(logical, generator=gen, device=device) * scale)
-        return packed.reshape(shape)
+    if FP4X2 is not None and dtype == FP4X2:  # as SOL: randn of the declared shape, packed in pairs
+        return _to_fp4x2(torch.randn(shape or (2,), generator=gen, device=device) * scale)
     if not dtype.is_floating_point:
         return torch.randint(-1024, 1024, shape, generator=gen, device=device, dtype=dtype)
     rule = name_rule(name, len(shape), op_is_norm)

@@ -347,3 +347,12 @@ def test_a_wrong_python_scalar_output_is_incorrect(tmp_path: Path) -> None:
     wrong = reference_candidate(op_dir, (".sum().item())", ".sum().item() * 1.5)"))
     code, res = evaluate(tmp_path, op_dir, wrong)
     assert code == 1 and res["status"] == "INCORRECT" and "total" in res["message"], res["message"]
+
+
+@pytest.mark.skipif(inputs_mod.FP4X2 is None, reason="this torch has no float4_e2m1fn_x2")
+def test_packed_fp4_inputs_are_randn_of_the_declared_shape_two_values_a_byte() -> None:
+    gen = torch.Generator().manual_seed(1)
+    t = inputs_mod._random_tensor("a", (4, 8), inputs_mod.FP4X2, gen, CPU, 1.0, False)
+    assert t.dtype == inputs_mod.FP4X2 and tuple(t.shape) == (4, 4)  # the last dimension halves, as SOL's
+    nibbles = torch.stack((t.view(torch.uint8) & 15, t.view(torch.uint8) >> 4), -1)
+    assert len(torch.unique(nibbles)) > 4  # several magnitudes and both signs
