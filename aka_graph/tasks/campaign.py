@@ -62,3 +62,22 @@ def prepare_worktree(ws_root: Path, worktree: Path) -> Path:
 def guard_for(loaded: LoadedTask, ws_root: Path) -> HarnessGuard:
     """The harness guard of a worktree's tree, reverting from the workspace's pristine copy."""
     return HarnessGuard(loaded, Path(ws_root) / TREE_DIR)
+
+
+def task_of(target: Any) -> LoadedTask | None:
+    """The command task a campaign target names (None for a SOL or native operator)."""
+    from aka_graph.tasks.loader import load_task
+
+    return load_task(Path(target.op_dir)) if getattr(target, "op_format", None) == "command" else None
+
+
+def configure_workspace(ws: Any, target: Any) -> None:
+    """A reopened workspace of a command-task campaign: its editable files are the task's."""
+    loaded = task_of(target)
+    if loaded is not None:
+        ws.editable_files = workspace_editable(loaded)
+
+
+def promotion_overrides(loaded: LoadedTask, frozen: Path) -> dict[str, Path]:
+    """promote: the workspace paths a frozen candidate's editable files are squashed onto."""
+    return {f"{TREE_DIR}/{rel}": Path(frozen) / rel for rel in _editable_in(loaded, Path(frozen))}
