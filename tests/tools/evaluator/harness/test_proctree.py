@@ -1,0 +1,108 @@
+"""The worker's process tree as the parent reads it from /proc (issue 13, classes 4-5): zombies found,
+double-forked orphans found through the subreaper, helpers' CPU time counted, the jail tearing down."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+
+import pytest
+
+from aka_graph.tools.evaluator.harness.isolate import argv_prefix, unavailable
+from aka_graph.tools.evaluator.harness.proctree import descendants, read_proc, tree_cpu_ns
+
+
+def _wait_for(predicate, timeout_s: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if predicate():
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def test_an_unreaped_child_is_found_as_a_zombie() -> None:
+    import os
+
+    child = subprocess.Popen(["true"])
+    try:
+        assert _wait_for(lambda: (p := read_proc(child.pid)) is not None and p.state == "Z")
+        found = {p.pid: p.state for p in descendants(os.getpid())}
+        assert found.get(child.pid) == "Z"
+    finally:
+        child.wait()
+
+
+def test_a_reaped_helpers_cpu_time_counts_for_the_tree() -> None:
+    import os
+
+    burn = "import time\nwhile time.process_time() < 0.3:\n    pass\n"
+    before = tree_cpu_ns(os.getpid())
+    subprocess.run([sys.executable, "-c", burn], check=True)
+    after = tree_cpu_ns(os.getpid())
+    assert before is not None and after is not None
+    assert after - before >= 250_000_000  # the child's 0.3 s, through our cutime
+
+
+SUBREAPER_SCRIPT = textwrap.dedent(
+    """
+    import json, subprocess, sys, time
+    sys.path.insert(0, sys.argv[1])
+    from aka_graph.tools.evaluator.harness.worker_proc import become_subreaper
+    from aka_graph.tools.evaluator.harness.proctree import kill_all, strays
+    assert become_subreaper()
+    subprocess.run(["sh", "-c", "(sleep 61.5 &) ; exit 0"], check=True)  # double fork: orphaned
+    deadline = time.monotonic() + 10
+    found = []
+    while time.monotonic() < deadline and not found:
+        found = [p for p in strays(known=set()) if p.name == "sleep"]
+        time.sleep(0.02)
+    kill_all(found)
+    left = [p.pid for p in strays(known=set())]
+    print(json.dumps({"found": [p.pid for p in found], "left": left}))
+    """
+)
+
+
+def test_a_double_forked_orphan_is_found_through_the_subreaper_and_killed() -> None:
+    from tests.conftest import REPO_ROOT
+
+    out = subprocess.run([sys.executable, "-c", SUBREAPER_SCRIPT, str(REPO_ROOT)], capture_output=True,
+                         text=True, timeout=60, check=True)
+    result = json.loads(out.stdout)
+    assert len(result["found"]) == 1 and result["left"] == []
+
+
+@pytest.mark.skipif(unavailable() is not None, reason=f"user namespaces unavailable: {unavailable()}")
+def test_the_jail_hides_the_parent_makes_files_read_only_and_dies_with_its_root(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    probe = textwrap.dedent(
+        f"""
+        import os, json
+        from pathlib import Path
+        res = {{"pid": os.getpid(), "ppid": os.getppid(), "procs": len([p for p in os.listdir('/proc')
+               if p.isdigit()])}}
+        try:
+            Path({str(tmp_path / 'outside')!r}).write_text('x'); res['outside'] = True
+        except OSError:
+            res['outside'] = False
+        Path({str(scratch / 'inside')!r}).write_text('x'); res['inside'] = True
+        print(json.dumps(res), flush=True)
+        """
+    )
+    jail = argv_prefix(scratch)
+    assert jail is not None
+    out = subprocess.run([*jail, sys.executable, "-c", probe], capture_output=True, text=True, timeout=60)
+    res = json.loads(out.stdout)
+    assert res == {"pid": 1, "ppid": 0, "procs": 1, "outside": False, "inside": True}, out.stderr
+    # the whole namespace dies with its root: an orphan that ignores SIGTERM goes too
+    proc = subprocess.Popen([*jail, "sh", "-c", "(trap '' TERM; sleep 62.5) & sleep 62.5"])
+    assert _wait_for(lambda: len(descendants(proc.pid)) >= 3)
+    tree = [p.pid for p in descendants(proc.pid)]
+    proc.kill()
+    proc.wait()
+    assert _wait_for(lambda: all(read_proc(pid) is None or read_proc(pid).state == "Z" for pid in tree))
