@@ -10,6 +10,10 @@ Sections (run all by default; `--sections abe` picks some):
   f  the honest torch candidates of the other four SOL fixtures (gemma3's is too slow for CPU CI)
 Each evaluation runs like a sandbox job: the harness copied as package `harness` into a fresh job
 directory with the operator and kernel, HOME and TMPDIR inside it. Prints tables; raw JSON -> $OUT.
+
+Numbers, not the gate (that is `python3 -m pytest -m gpu tests/gpu`), but never silently wrong: every
+measured thing that misses its goal (an honest run not PASS, a CV or +-3 % goal missed, a cheat not
+rejected, a section that crashed) is listed under PROBLEMS at the end and the exit status is 1.
 """
 
 from __future__ import annotations
@@ -31,6 +35,11 @@ from pathlib import Path
 from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
+PROBLEMS: list[str] = []  # what this run measured as wrong; non-empty -> exit status 1
+
+
+def problem(text: str) -> None:
+    PROBLEMS.append(text)
 HARNESS = REPO / "aka_graph" / "tools" / "evaluator" / "harness"
 CANDIDATES = REPO / "tests" / "tools" / "evaluator" / "harness" / "candidates"
 NATIVE_OP = REPO / "benchmarks" / "operators" / "native_rms_norm"
@@ -215,6 +224,7 @@ def section_ac(args: argparse.Namespace, raw: dict[str, Any]) -> None:
         print(f"| {i + 1} | {r['status']} | {wl_pass}/{len(r.get('workloads', []))} "
               f"| {r.get('timing_method')} | {r['_wall_s']:.2f} | {_phases(r)} |")
         if r["status"] != "PASS":
+            problem(f"(a) process {i + 1}: honest Triton rmsnorm {r['status']}")
             print(f"    message: {r.get('message', '')[:300]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
     walls = [r["_wall_s"] for r in runs]
     print(f"wall: first (cold Triton cache) {walls[0]:.2f} s, median {statistics.median(walls):.2f} s, "
@@ -228,10 +238,13 @@ def section_ac(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     for wid in sorted(per[0], key=lambda k: batch.get(k, 0)):
         vals = [p[wid] for p in per if p.get(wid)]
         if len(vals) < 2:
+            problem(f"(c) workload {wid[:8]}: fewer than 2 latencies")
             print(f"| {wid[:8]} | {batch.get(wid)} | - | - | - | - | no data |")
             continue
         med, cv = statistics.median(vals), cv_pct(vals)
         goal = 1.0 if med >= 10 else 3.0
+        if cv > goal:
+            problem(f"(c) workload {wid[:8]}: CV {cv:.2f}% > {goal:g}%")
         print(f"| {wid[:8]} | {batch.get(wid)} | {med:.2f} | {min(vals):.2f} | {max(vals):.2f} | {cv:.2f} "
               f"| {'yes' if cv <= goal else 'NO'} |")
 
@@ -263,6 +276,8 @@ def section_b(args: argparse.Namespace, raw: dict[str, Any]) -> None:
         diff = (h - ind["graph_rotated_us"]) / ind["graph_rotated_us"] * 100
         tbs = ind["bytes"] / (ind["graph_rotated_us"] * 1e-6) / 1e12
         ok = "n/a (<10 us)" if ind["graph_rotated_us"] < 10 else ("yes" if abs(diff) <= 3 else "NO")
+        if ok == "NO" or math.isnan(h):
+            problem(f"(b) batch {b}: harness {h:.2f} us vs independent {ind['graph_rotated_us']:.2f} us")
         rows.append({"id": wid, "batch": b, "harness_us": h, **ind, "diff_pct": diff,
                      "harness_util_pct": util.get(wid)})
         hu = util.get(wid)
@@ -282,6 +297,7 @@ def section_d(args: argparse.Namespace, raw: dict[str, Any]) -> None:
     print(f"status {r['status']}, {passed} workloads PASS, wall {r['_wall_s']:.2f} s, timing "
           f"{r.get('timing_method')}, phases {_phases(r)}")
     if r["status"] != "PASS":
+        problem(f"(d) native rms_norm: {r['status']}")
         print(f"    message: {r.get('message', '')[:400]} rc={r['_rc']} {r['_stderr_tail'][-600:]}")
     lat = [w["latency_us"] for w in r.get("workloads", []) if w.get("latency_us")]
     if lat:
@@ -319,6 +335,8 @@ def section_e(args: argparse.Namespace, raw: dict[str, Any]) -> None:
             verdict = "rejected" if r["status"] in ("REWARD_HACK", "INCORRECT") else "NOT REJECTED"
         wl_pass = sum(w.get("status") == "PASS" for w in r.get("workloads", []))
         late = f" REWRITTEN AFTER EXIT {r['_rewritten_after_exit']}" if r.get("_rewritten_after_exit") else ""
+        if verdict in ("NOT REJECTED", "HONEST REJECTED") or late:
+            problem(f"(e) {n}: {r['status']}{late} ({verdict})")
         print(f"| {n} | {r['status']}{late} | {verdict} | {wl_pass}/{len(r.get('workloads', []))} "
               f"| {r['_wall_s']:.1f} | {_caught_by(r)} |")
 
@@ -343,6 +361,7 @@ def section_f(args: argparse.Namespace, raw: dict[str, Any]) -> None:
         print(f"| {fixture} | {r['status']} | {wl_pass}/{len(r.get('workloads', []))} | {r['_wall_s']:.1f} "
               f"| {lat} |")
         if r["status"] != "PASS":
+            problem(f"(f) {fixture}: honest {cand} {r['status']}")
             print(f"    message: {r.get('message', '')[:300]}")
 
 
@@ -382,14 +401,17 @@ def main() -> int:
         t0 = time.perf_counter()
         try:
             step(args, raw)
-        except Exception as exc:  # keep the other sections' numbers
+        except Exception as exc:  # keep the other sections' numbers, but the run fails
             import traceback
 
+            problem(f"section {key} crashed: {type(exc).__name__}: {exc}")
             print(f"\nsection {key} failed: {type(exc).__name__}: {exc}\n{traceback.format_exc()[-1500:]}")
         print(f"(section {key}: {time.perf_counter() - t0:.1f} s)")
         args.out.mkdir(parents=True, exist_ok=True)
+        raw["problems"] = PROBLEMS
         (args.out / "bench_evaluator.json").write_text(json.dumps(raw, indent=1, default=str))
-    return 0
+    print("\nPROBLEMS:\n" + "\n".join(f"- {p}" for p in PROBLEMS) if PROBLEMS else "\nno problems measured")
+    return 1 if PROBLEMS else 0
 
 
 if __name__ == "__main__":

@@ -112,7 +112,7 @@ def test_a_trial_that_edits_protected_files_is_rejected_unevaluated(tmp_path: Pa
     root = Path(outcome.values["workspace_root"])
     records = read_version_records(root)
     assert "trial 2: FORBIDDEN_EDIT" in records[1].experiments[1]
-    assert records[1].decision == "no_candidate" or records[1].decision == "incorrect"
+    assert records[1].decision == "incorrect"  # trial 1 evaluated INCORRECT, trial 2 never evaluated
     assert json.loads((root / "op" / "definition.json").read_text())["name"] == "fake_op"
 
 

@@ -16,9 +16,31 @@ def test_detected_hardware_wins_over_the_configured_platform() -> None:
     )
 
 
-def test_without_a_gpu_the_platform_decides_through_the_harness_table() -> None:
-    for name, spec in GPU_SPECS.items():
-        assert resolve_arch(name, None).arch == spec.arch
+# Compute capabilities from NVIDIA's CUDA GPU list and AMD's ROCm hardware table: an independent source,
+# not the harness table read back (a wrong row there fails here).
+KNOWN_ARCHS = {
+    "H200": "sm_90",
+    "H100-PCIe": "sm_90",
+    "H100-SXM": "sm_90",
+    "A100": "sm_80",
+    "L40S": "sm_89",
+    "B200": "sm_100",
+    "MI300X": "gfx942",
+}
+
+
+@pytest.mark.parametrize(("platform", "arch"), sorted(KNOWN_ARCHS.items()))
+def test_without_a_gpu_the_platform_decides_through_the_harness_table(platform: str, arch: str) -> None:
+    resolved = resolve_arch(platform, None)
+    assert (resolved.name, resolved.arch) == (platform, arch)
+    assert resolve_arch(platform.lower(), None).arch == arch
+
+
+def test_every_gpu_in_the_table_has_a_known_architecture() -> None:
+    assert set(GPU_SPECS) == set(KNOWN_ARCHS)
+
+
+def test_platform_names_are_case_insensitive_and_cpu_is_a_platform() -> None:
     assert resolve_arch("h100-pcie", None).name == "H100-PCIe"
     assert resolve_arch("cpu", None).is_cpu
 

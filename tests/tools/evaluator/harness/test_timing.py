@@ -3,10 +3,12 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 import torch
 
-from aka_graph.tools.evaluator.harness.gpu_specs import GPU_SPECS, UnknownGpuError, lookup
+from aka_graph.tools.evaluator.harness.gpu_specs import GPU_SPECS, TB, GpuSpec, UnknownGpuError, lookup
 from aka_graph.tools.evaluator.harness.speed_of_light import (
     FlopCounter,
     below_bound,
@@ -29,7 +31,10 @@ from aka_graph.tools.evaluator.harness.timing import (
 def test_summary_is_the_median_with_iqr_spread() -> None:
     med, spread = summarize([10.0, 10.0, 11.0, 9.0, 10.0, 30.0])
     assert med == 10.0
-    assert 0 < spread < 25  # one outlier does not move a robust spread much
+    # sorted 9,10,10,10,11,30: inclusive quartiles 10 and 10.75 -> IQR/median = 7.5 % (the outlier
+    # 30 would give a range-based spread of 210 %)
+    assert spread == pytest.approx(7.5)
+    assert summarize([9.0, 10.0, 12.0]) == (10.0, pytest.approx(30.0))  # < 4 samples: range / median
     assert summarize([5.0]) == (5.0, 0.0)
     with pytest.raises(ValueError):
         summarize([])
@@ -146,11 +151,23 @@ def test_h200_utilization_matches_the_measured_copy_rate() -> None:
 
 
 def test_compute_bound_workloads_use_the_flop_peak() -> None:
+    """The formula on a made-up part with round numbers (not the table's values copied back)."""
+    spec = GpuSpec("Test", "sm_0", "nvidia", (), 1.0 * TB, {"bf16": 100.0, "fp8": 400.0}, 1 << 20)
+    spec = replace(spec, measured_bw=0.5 * TB, measured_tflops={"bf16": 50.0})
+    flops = 10**12  # 1 TFLOP over 1 MB: compute-bound
+    sol = bound(spec, 10**6, flops, "bf16")
+    assert sol.bound_us == pytest.approx(20_000.0)  # 1e12 / 50e12 s at the measured bf16 rate
+    assert sol.hard_bound_us == pytest.approx(2_500.0)  # at the fastest datasheet math (fp8 400)
+    memory = bound(spec, 10**9, 10**6, "bf16")  # 1 GB, 1 MFLOP: memory-bound
+    assert memory.bound_us == pytest.approx(2_000.0) and memory.hard_bound_us == pytest.approx(1_000.0)
+
+
+def test_h200_row_holds_nvidias_datasheet_peaks() -> None:
+    """Against the H200 product brief (dense): 4.8 TB/s HBM3e, 989 TFLOP/s BF16, 1979 TFLOP/s FP8,
+    sm_90 — an independent source, so a typo in the table fails here."""
     h200 = GPU_SPECS["H200"]
-    flops = 2 * 8192**3
-    sol = bound(h200, 3 * 8192 * 8192 * 2, flops, "bf16")
-    assert sol.bound_us == pytest.approx(flops / 790e12 * 1e6)
-    assert sol.hard_bound_us == pytest.approx(flops / 1979e12 * 1e6)  # fastest datasheet math (fp8)
+    assert (h200.arch, h200.datasheet_bw) == ("sm_90", 4.8e12)
+    assert h200.datasheet_tflops["bf16"] == 989 and h200.datasheet_tflops["fp8"] == 1979
 
 
 def test_flops_are_counted_on_the_reference_and_dtype_class_follows_inputs() -> None:
