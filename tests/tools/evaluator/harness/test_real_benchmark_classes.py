@@ -50,6 +50,15 @@ def make_blob_root(root: Path) -> Path:
 # --- 1. integer literals in shapes -------------------------------------------------------------------
 
 
+@pytest.mark.parametrize("name", sorted(p.name for p in FIXTURES.iterdir() if p.name != "malformed"))
+def test_every_class_fixture_loads_with_concrete_shapes(name: str) -> None:
+    op = load_operator(FIXTURES / name)
+    assert op.workloads and callable(load_reference(op).run)
+    for wl in op.workloads:
+        for shape, _dtype in output_shapes(op, wl):
+            assert all(isinstance(d, int) for d in shape)
+
+
 def test_integer_literal_shape_entries_are_sizes_not_axes() -> None:
     op = load_operator(FIXTURES / "int_literal_rope")
     specs = {s.name: s.shape for s in op.inputs}
