@@ -47,8 +47,15 @@ def cpp_spec(**kw: object) -> dict:
 
 
 def host_env(tmp_path: Path) -> dict[str, str]:
-    """A PATH with only the real compiler and ninja on it."""
-    return {"PATH": os.environ["PATH"], "HOME": str(tmp_path)}
+    """A host whose PATH holds a `c++` and a `ninja` (planning checks that they exist, never runs them:
+    these tests do not depend on the machine's toolchain)."""
+    tools = tmp_path / "tools"
+    if not tools.is_dir():
+        tools.mkdir()
+        for name in ("c++", "ninja"):
+            (tools / name).write_text("#!/bin/sh\nexit 0\n")
+            (tools / name).chmod(0o755)
+    return {"PATH": str(tools), "HOME": str(tmp_path)}
 
 
 def plan(tmp_path: Path, kdir: Path, work: str = "w", **kw: object) -> BuildPlan:
@@ -129,7 +136,7 @@ def test_cuda_sources_on_a_cpu_torch_name_what_to_install(tmp_path: Path) -> Non
     with pytest.raises(MissingToolchain, match="CPU build"):
         plan(tmp_path, kdir)
     with pytest.raises(MissingToolchain, match=r"nvcc was not found .* install the CUDA 13.0 toolkit"):
-        plan(tmp_path, kdir, torch_cuda="13.0", cuda_home=str(tmp_path / "no-cuda"), env={"PATH": "/usr/bin"})
+        plan(tmp_path, kdir, torch_cuda="13.0", cuda_home=str(tmp_path / "no-cuda"), env=host_env(tmp_path))
 
 
 def test_missing_compiler_and_ninja_are_infra_errors(tmp_path: Path) -> None:
@@ -139,7 +146,8 @@ def test_missing_compiler_and_ninja_are_infra_errors(tmp_path: Path) -> None:
         toolchain.require_cxx_toolchain({"PATH": str(empty)}, python_bin=empty)
     only_cxx = tmp_path / "cxx"
     only_cxx.mkdir()
-    (only_cxx / "c++").symlink_to("/usr/bin/g++")
+    (only_cxx / "c++").write_text("#!/bin/sh\nexit 0\n")
+    (only_cxx / "c++").chmod(0o755)
     with pytest.raises(MissingToolchain, match="pip install ninja"):
         toolchain.require_cxx_toolchain({"PATH": str(only_cxx)}, python_bin=empty)
     assert MissingToolchain.status == "INFRA_ERROR" and CompileError.status == "COMPILE_ERROR"
