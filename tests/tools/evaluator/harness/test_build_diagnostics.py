@@ -3,7 +3,11 @@ with file and line, library paths shortened, template noise dropped, the user's 
 
 from __future__ import annotations
 
+import shutil
+import subprocess
 from pathlib import Path
+
+import pytest
 
 from aka_graph.tools.evaluator.harness.languages.diagnostics import parse, trim
 
@@ -57,3 +61,18 @@ def test_template_noise_is_cut_to_the_errors_with_the_users_line() -> None:
 def test_unrecognised_failure_shows_the_last_lines_instead_of_nothing() -> None:
     text = trim("step 1\nstep 2\nsomething odd happened: code 7\n")
     assert text.endswith("something odd happened: code 7")
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="needs nvcc (the CUDA toolkit)")
+def test_live_nvcc_output_is_trimmed_the_same_way(tmp_path: Path) -> None:
+    src = tmp_path / "bad1.cu"
+    shutil.copy(LOGS / "bad1.cu", src)
+    proc = subprocess.run(
+        ["nvcc", "-c", "-arch=sm_90", str(src), "-o", str(tmp_path / "bad1.o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode != 0
+    text = trim(proc.stdout + proc.stderr, (str(tmp_path),))
+    assert text.splitlines()[0] == 'bad1.cu:6: error: identifier "factor" is undefined'
