@@ -237,6 +237,7 @@ def run_tests(scratch: Path, tests: tuple[str, ...], timeout_s: float) -> str:
         try:
             os.chdir(scratch)
             sys.path.insert(0, str(scratch))
+            os.environ["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"  # 5x less CPU per mutant; none is needed
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 1)
             os.dup2(devnull, 2)
@@ -298,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
             if baseline != "survived":
                 print(f"{target.name}: the unmutated module fails its tests ({baseline}); fix that first")
                 return 1
-            timeout = args.timeout or max(30.0, 5 * base_s)
+            timeout = args.timeout or max(20.0, 5 * base_s)
             killed = survived = 0
             for mutation, text in mutants(original, target.functions):
                 if args.list:

@@ -236,3 +236,32 @@ def test_every_repeat_must_clear_the_threshold_even_when_significant_on_average(
     rounds = abba([{"w": 100.0}] * 3, [{"w": 100.0 * math.exp(x)} for x in (limit - 0.2, limit - 0.2, limit)])
     v = verdict(rounds)
     assert not v.promote and "not every repeat" in v.reason
+
+
+def test_parity_defaults_to_five_percent() -> None:
+    rounds = abba([{"w": 100.0}] * 2, [{"w": 104.0}, {"w": 104.1}])
+    v = decide(
+        rounds,
+        incumbent="A",
+        candidate="B",
+        timing_methods=SAME,
+        min_improvement_pct=1.0,
+        regression_guard_pct=5.0,
+        mode="parity",
+    )
+    assert v.promote and v.min_improvement_pct == -5.0
+    slower = abba([{"w": 100.0}] * 2, [{"w": 106.0}, {"w": 106.1}])
+    assert not verdict(slower, mode="parity").promote
+
+
+def test_equal_regressions_report_the_first_shape_in_name_order() -> None:
+    inc = [{"b": 8.0, "a": 8.0, "c": 100.0}] * 2
+    cand = [{"b": 8.0 * 1.03125, "a": 8.0 * 1.03125, "c": 50.0}] * 2
+    v = verdict(abba(inc, cand))
+    assert v.worst_shape == "a" and v.worst_shape_regression_pct == pytest.approx(3.125)
+
+
+def test_ratios_come_out_in_repeat_order_whatever_the_order_of_the_rounds() -> None:
+    rounds = abba([{"w": 100.0}] * 3, [{"w": 90.0}, {"w": 80.0}, {"w": 70.0}])
+    geo, _ = per_repeat_ratios(list(reversed(rounds)), "A", "B")
+    assert geo == pytest.approx([0.9, 0.8, 0.7])
