@@ -147,7 +147,13 @@ def test_status_of_an_empty_workspace_says_so(tmp_path: Path) -> None:
 def _children_sleeping(pid: int) -> list[int]:
     from aka_graph.process_tree import descendants
 
-    return [p for p in descendants(pid) if Path(f"/proc/{p}/cmdline").read_bytes().startswith(b"sleep")]
+    def cmdline(p: int) -> bytes:
+        try:
+            return Path(f"/proc/{p}/cmdline").read_bytes()
+        except OSError:  # exited since it was listed
+            return b""
+
+    return [p for p in descendants(pid) if cmdline(p).startswith(b"sleep")]
 
 
 @pytest.mark.slow
@@ -188,7 +194,7 @@ def test_stop_ends_a_running_campaign_and_its_agent_then_run_resumes_it(tmp_path
     ]
     assert status["state"] == "interrupted" and status["live"]["node"] == "stopped"
     again = subprocess.run(
-        [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet"],
+        [sys.executable, "-m", "aka_graph", *run_args(tmp_path)],
         env=cli_env(),
         capture_output=True,
         text=True,
@@ -196,6 +202,9 @@ def test_stop_ends_a_running_campaign_and_its_agent_then_run_resumes_it(tmp_path
     )
     assert again.returncode == 0, again.stderr[-2000:]
     assert "campaign finished: max-iters" in again.stdout
+    # the resumed run's progress lines start from the checkpoint (V0 is the incumbent), not from zero
+    lines = again.stderr.split("resuming campaign", 1)[1].splitlines()[1:]
+    assert lines and "incumbent=v0 (" in lines[0] and "incumbent=-" not in again.stderr, again.stderr[-2000:]
 
 
 def test_stop_without_a_running_campaign_fails_clearly(tmp_path: Path) -> None:
