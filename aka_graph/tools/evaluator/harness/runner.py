@@ -85,16 +85,28 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
+DIGEST_CHUNK = 1 << 24  # elements summed at once: the int64 copy a sum makes stays at 128 MiB
+
+
+def _int_sum(flat: torch.Tensor) -> int:
+    """The int64 sum of `flat` (wrapping like torch's), in chunks: `sum(dtype=int64)` of a whole 7 GB
+    bf16 tensor would first make a 28 GiB int64 copy of it."""
+    acc = torch.zeros((), dtype=torch.int64, device=flat.device)
+    for start in range(0, flat.numel(), DIGEST_CHUNK):
+        acc += flat[start : start + DIGEST_CHUNK].sum(dtype=torch.int64)
+    return int(acc)
+
+
 def digest(values: list[Any]) -> list[float]:
     """A cheap fingerprint of inputs, to prove both processes regenerated identical data. Exact and
     independent of summation order (the bits as integers, summed in int64), so the two processes agree
-    whatever their thread counts."""
+    whatever their thread counts. An expanded input is fingerprinted by its compact base."""
     out = []
     for v in values:
         if isinstance(v, torch.Tensor) and v.numel() == 0:
             out.append(0.0)
         elif isinstance(v, torch.Tensor):
-            flat = v.detach().reshape(-1)
+            flat = writable(v).detach().reshape(-1)
             if flat.dtype == torch.bool:
                 flat = flat.to(torch.int8)
             elif flat.dtype.is_complex:
@@ -104,7 +116,7 @@ def digest(values: list[Any]) -> list[float]:
             step = max(1, flat.numel() // 65536)
             sample = flat[::step].to(torch.int64)
             weights = torch.arange(sample.numel(), device=sample.device, dtype=torch.int64) % 1009
-            total = int(flat.sum(dtype=torch.int64)) + int((sample * weights).sum())
+            total = _int_sum(flat) + int((sample * weights).sum())
             out.append(float(total % (1 << 52)))
         elif isinstance(v, int | float | bool):
             out.append(float(v))

@@ -365,3 +365,18 @@ def test_packed_fp4_inputs_are_randn_of_the_declared_shape_two_values_a_byte() -
     assert t.dtype == inputs_mod.FP4X2 and tuple(t.shape) == (4, 4)  # the last dimension halves, as SOL's
     nibbles = torch.stack((t.view(torch.uint8) & 15, t.view(torch.uint8) >> 4), -1)
     assert len(torch.unique(nibbles)) > 4  # several magnitudes and both signs
+
+
+def test_digests_sum_in_chunks_without_an_int64_copy_of_the_whole_tensor(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aka_graph.tools.evaluator.harness import runner
+
+    values = [
+        torch.randn(300, 70).to(torch.bfloat16),
+        torch.randn(16).expand(8, 16),
+        torch.tensor([True, False]),
+    ]
+    whole = digest(values)
+    monkeypatch.setattr(runner, "DIGEST_CHUNK", 13)
+    assert digest(values) == whole  # the same exact fingerprint, chunk by chunk
