@@ -34,11 +34,12 @@ __all__ = [
 
 CandidateSpec = SolutionSpec
 
-# A candidate whose import fails on one of these modules ran on a host without its framework.
+# A candidate whose import fails on one of these modules ran on a host without its framework (a bare
+# `cuda` is left out: it may as well be cuda-python, whose install hint would be another).
 _FRAMEWORK_MODULES = {
     module: (language, install)
-    for language, (module, install) in PYTHON_FRAMEWORK_MODULES.items()
-    for module in {module, module.split(".")[0]}
+    for language, (full, install) in PYTHON_FRAMEWORK_MODULES.items()
+    for module in {full, full.split(".")[0]} - {"cuda"}
 }
 
 
