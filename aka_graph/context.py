@@ -162,6 +162,10 @@ class CampaignContext:
         key = str(root)
         if key not in self._workspaces:
             self._workspaces[key] = CampaignWorkspace.reopen(Path(root))
+            if self.target is not None and self.target.op_format == "command":
+                from aka_graph.tasks.campaign import configure_workspace
+
+                configure_workspace(self._workspaces[key], self.target)
         return self._workspaces[key]
 
     def reviewer(self, name: str) -> AgentBackend:
