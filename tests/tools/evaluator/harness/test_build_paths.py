@@ -245,3 +245,20 @@ def test_the_source_policy_reads_inlined_sources(tmp_path: Path) -> None:
     )
     found = scan_kernel_dir(kdir)
     assert found and found[0].startswith("solution.json:kernel.py:1:") and "'sys'" in found[0]
+
+
+def test_a_missing_framework_is_infra_error_through_the_harness(tmp_path: Path) -> None:
+    """End to end: the worker reports MissingToolchain as INFRA_ERROR (never a score), naming the package."""
+    from tests.tools.evaluator.harness.test_gates import BATCH1, RMSNORM, run_harness
+
+    if toolchain.module_available("cutlass.cute"):
+        pytest.skip("cutlass.cute is installed here")
+    kdir = tmp_path / "k"
+    kdir.mkdir()
+    (kdir / "kernel.py").write_text(
+        "def run(hidden_states, weight, output):\n    output.copy_(hidden_states)\n"
+    )
+    spec = {"languages": ["cute_dsl"], "entry_point": "kernel.py::run"}
+    (kdir / "solution.json").write_text(json.dumps({"spec": spec, "sources": [{"path": "kernel.py"}]}))
+    res = run_harness(tmp_path / "run", RMSNORM, kdir, shape_ids=[BATCH1], seeds=1)
+    assert res["status"] == "INFRA_ERROR" and "pip install nvidia-cutlass-dsl" in res["message"]
