@@ -229,8 +229,11 @@ class FakeAgent:
         script: dict[str, dict[str, tuple[str, float]]] | None = None,
         forbidden_on: tuple[str, str] | None = None,
         log: Path | None = None,
+        policy_fail: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
+        """`policy_fail`: the (episode, trial) labels whose policy review answers FAIL."""
         self.name = name
+        self.policy_fail = policy_fail
         self.script = script or STANDARD_SCRIPT
         self.forbidden_on = forbidden_on
         self.log = log
@@ -299,7 +302,8 @@ class FakeAgent:
                 problem["development_cases"] = [{"id": "private_shape_1"}]
             (run.cwd / "agent_problem.json").write_text(json.dumps(problem))
         elif run.role == "policy_reviewer":
-            text = "POLICY: PASS"
+            failing = (episode, trial) in self.policy_fail
+            text = "POLICY: FAIL special-cases a shape" if failing else "POLICY: PASS"
         else:
             text = f"review notes from {self.name} for episode {episode}"
         run.transcript_dir.mkdir(parents=True, exist_ok=True)
