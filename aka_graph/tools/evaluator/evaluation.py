@@ -69,11 +69,12 @@ def kernel_inputs(kernel: Path) -> dict[str, Path]:
 
 
 def _local(sandbox: Sandbox) -> bool:
-    return getattr(sandbox, "name", "local") == "local"
+    """Whether jobs run on this host (an unnamed sandbox is not assumed to: it keeps the GPU lock)."""
+    return getattr(sandbox, "name", None) == "local"
 
 
 def _python(sandbox: Sandbox) -> str:
-    return sys.executable if _local(sandbox) else "python3"
+    return sys.executable if getattr(sandbox, "name", "local") == "local" else "python3"
 
 
 def _common_args(
