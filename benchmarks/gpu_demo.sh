@@ -184,4 +184,31 @@ cat "$OUT/ledger_summary.txt"
 ls -l "$OUT"
 if [ "$DEMO_RC" -ne 0 ]; then STEP=demo; exit "$DEMO_RC"; fi
 [ -s "$OUT/report.md" ] || { STEP=report; exit 1; }
-echo "GPU DEMO OK"
+
+# The demo must show a real promotion on the GPU too: the promoted version, its per-shape latency next to
+# V0's, and the verdict's worst shape (fast.py's GPU plan splits the codebook across programs so that the
+# 128/150/256-token shapes all fill the SMs; its first plan lost 38 % on a small shape and was rejected).
+STEP=promotion
+"$PY" - "$CAMPAIGN" <<'PY' | tee "$OUT/promotion.txt"
+import json, pathlib, sys
+
+root = pathlib.Path(sys.argv[1])
+records = sorted((json.loads(p.read_text()) for p in (root / "memory").glob("v*.json")), key=lambda r: r["version"])
+v0 = next(r for r in records if r["kind"] == "v0")
+base = {p["id"]: p["latency_us"] for p in v0.get("performance", [])}
+for r in records:
+    print(f"v{r['version']} {r['decision']:<10} objective={r.get('objective')} timing={r.get('timing_method')} "
+          f"reason={r.get('reason', '')[:160]}")
+promoted = [r for r in records if r["decision"] == "promoted"]
+if not promoted:
+    print("NO PROMOTION on this GPU")
+    sys.exit(1)
+best = promoted[-1]
+print(f"promoted v{best['version']}: worst shape {best.get('verdict', {}).get('worst_shape')} "
+      f"regression {best.get('verdict', {}).get('worst_shape_regression_pct')} %")
+print("shape | V0 us | promoted us | speedup")
+for p in best.get("performance", []):
+    b = base.get(p["id"])
+    print(f"{p['id'][:13]} | {b} | {p['latency_us']} | {b / p['latency_us']:.2f}x" if b else p["id"])
+PY
+echo "GPU DEMO OK (with a promotion)"
