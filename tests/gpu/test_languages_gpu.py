@@ -149,6 +149,8 @@ def test_profile_bandwidth_agrees_with_the_evaluator(tmp_path: Path) -> None:
         python=sys.executable,
         timeout_s=600,
     )
+    if "ERR_NVGPUCTRPERM" in prof.message:
+        pytest.skip("ncu may not read the GPU's performance counters here (ERR_NVGPUCTRPERM): run as root")
     assert prof.ok and prof.summary is not None, prof.message
     print(prof.summary.render())
     top = prof.summary.kernels[0]
