@@ -134,6 +134,7 @@ class PoolSandbox:
             if report.healthy:
                 return report
             if self.leases.drain(lease.host, f"health probe: {report.diagnostic}"):
+                log.warning("host %s drained (health probe: %s)", lease.host, report.diagnostic[-300:])
                 self.sandboxes.disconnect_host(lease.host)
         return HealthReport(healthy=False, diagnostic="no healthy GPU host in the fleet pool")
 
@@ -181,7 +182,9 @@ class PoolSandbox:
         def keep_alive() -> None:
             while not done.wait(self.lease_ttl_s / 3):
                 try:
-                    self.leases.renew_lease(lease, self.lease_ttl_s)
+                    if not self.leases.renew_lease(lease, self.lease_ttl_s):
+                        log.error("GPU lease %s:%s expired under job %s", lease.host, lease.gpu, job.label)
+                        return
                 except Exception as e:  # the database may blink; the next renewal retries
                     log.warning("renewing GPU lease %s:%s failed: %s", lease.host, lease.gpu, e)
 

@@ -31,9 +31,9 @@ LATENCIES = {"incorrect.py": ("INCORRECT", 80.0), "fast.py": ("PASS", 60.0), "sl
 REFERENCE = ("PASS", 100.0)  # V0, the verbatim reference wrapper
 
 
-def judge_table() -> dict[str, Any]:
+def judge_table(kernels_dir: Path) -> dict[str, Any]:
     kernels = {
-        hashlib.sha256((EXAMPLE / "kernels" / name).read_bytes()).hexdigest(): list(value)
+        hashlib.sha256((kernels_dir / name).read_bytes()).hexdigest(): list(value)
         for name, value in LATENCIES.items()
     }
     return {
@@ -76,7 +76,11 @@ def _infra(message: str) -> EvaluationResult:
 
 
 class JudgeEvaluator:
-    """Evaluations and comparisons as `judge_job.py` sandbox jobs (see module docstring)."""
+    """Evaluations and comparisons as `judge_job.py` sandbox jobs (see module docstring); the recorded
+    kernels are those next to the campaign's replay script."""
+
+    def __init__(self, kernels_dir: Path) -> None:
+        self.kernels_dir = kernels_dir
 
     def _judge(
         self, sandbox: Any, op_dir: Path, kernels: dict[str, Path], results_dir: Path, label: str
@@ -84,7 +88,7 @@ class JudgeEvaluator:
         results_dir.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryDirectory(prefix="aka-judge-") as tmp:
             table = Path(tmp) / "table.json"
-            table.write_text(json.dumps(judge_table()))
+            table.write_text(json.dumps(judge_table(self.kernels_dir)))
             inputs = {"judge_job.py": JUDGE, "table.json": table}
             inputs.update({f"{name}/kernel.py": Path(path) / "kernel.py" for name, path in kernels.items()})
             job = SandboxJob(
@@ -167,4 +171,7 @@ def make_context(config: CampaignConfig | None = None) -> CampaignContext:
     from aka_graph.cli_agents.registry import make_backend
 
     replay = Path(config.replay_script) if config and config.replay_script else EXAMPLE / "replay.json"
-    return CampaignContext(agent=make_backend("replay", replay_script=replay), evaluator=JudgeEvaluator())
+    return CampaignContext(
+        agent=make_backend("replay", replay_script=replay),
+        evaluator=JudgeEvaluator(replay.parent / "kernels"),
+    )

@@ -25,10 +25,19 @@ class FakeGpuHosts:
             server.stop()
 
 
+# a health probe without torch (the real probe imports torch: ~2 s of CPU per probe on this machine)
+LIGHT_PROBE = ["sh", "-c", 'echo \'{"healthy": true, "device": {"name": "cpu"}}\'']
+
+
 def start_hosts(
-    root: Path, names: list[str], fake_nvidia_smi: Path, gpus: list[int] | None = None
+    root: Path,
+    names: list[str],
+    fake_nvidia_smi: Path,
+    gpus: list[int] | None = None,
+    light_probe: bool = False,
 ) -> FakeGpuHosts:
-    """One sshd per name, one OpenSSH client config with an alias per host, and a TOML hosts file."""
+    """One sshd per name, one OpenSSH client config with an alias per host, and a TOML hosts file (the
+    real health probe in its CPU mode, or with `light_probe` one that only proves the host runs jobs)."""
     user = pwd.getpwuid(os.getuid()).pw_name
     servers, config = {}, []
     for name in names:
@@ -43,7 +52,11 @@ def start_hosts(
         (home / "tmp").mkdir()
     ssh_config = root / "ssh_config"
     ssh_config.write_text("\n".join(config))
-    probe = [sys.executable, "-c", Path(health_module.__file__).read_text(), "--cpu"]
+    probe = (
+        LIGHT_PROBE
+        if light_probe
+        else [sys.executable, "-c", Path(health_module.__file__).read_text(), "--cpu"]
+    )
     lines = [
         "[defaults]",
         f"ssh_config = {json.dumps(str(ssh_config))}",
