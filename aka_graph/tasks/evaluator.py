@@ -46,6 +46,7 @@ STOP_STATUS: dict[str, Status] = {
     "correctness_timeout": "TIMEOUT",
     "performance": "RUNTIME_ERROR",
     "performance_timeout": "TIMEOUT",
+    "tampered": "REWARD_HACK",
 }
 
 
@@ -76,6 +77,7 @@ def job_spec(
         "env": dict(task.env),
         "rebuild_env": dict(task.rebuild_env),
         "stale_paths": list(task.stale_paths),
+        "scratch": list(task.scratch),
         "build_outputs": list(task.build_outputs),
         "build": as_dict(command.build),
         "correctness": as_dict(command.correctness),
@@ -242,6 +244,8 @@ def checked_workloads(loaded: LoadedTask, facts: dict[str, Any]) -> list[Workloa
     workloads = []
     for case in loaded.task.cases.performance:
         verdicts = facts["correctness"].get(case.id, [])
+        if not verdicts:  # never reached: correctness stopped at an earlier case or seed
+            continue
         failed = [v for v in verdicts if not v["passed"]]
         errors = [v["max_abs_error"] for v in verdicts if v.get("max_abs_error") is not None]
         status: Status = "INCORRECT" if failed else "PASS"

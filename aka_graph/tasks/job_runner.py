@@ -356,6 +356,38 @@ def _case_verdicts(
     return verdicts
 
 
+class CrossTreeAudit:
+    """In a comparison every tree lives in the same job: a candidate's benchmark process could rewrite
+    the incumbent's files (say, swap in a slow binary). Each tree's files (scratch and caches aside) are
+    hashed once all trees are validated and checked before every benchmark run and at the end: a tree
+    changed by ANOTHER tree's run voids the tree that ran (REWARD_HACK); a tree changing its own files
+    is its own business (its own measurements only), and its snapshot is taken again."""
+
+    def __init__(self, trees: dict[str, TreeRun], ready: list[str], spec: dict[str, Any]) -> None:
+        self.trees, self.ready, self.ignore = trees, list(ready), list(spec.get("scratch", []))
+        self.snapshots = {label: self.snapshot(label) for label in self.ready} if len(ready) > 1 else {}
+        self.last: str | None = None
+
+    def snapshot(self, label: str) -> dict[str, str]:
+        root = self.trees[label].root
+        return {rel: sha256_file(root / rel) for rel in tree_files(root) if not matches(rel, self.ignore)}
+
+    def ran(self, label: str) -> None:
+        self.last = label
+
+    def check(self) -> None:
+        for label, before in self.snapshots.items():
+            now = self.snapshot(label)
+            if now == before:
+                continue
+            changed = sorted(rel for rel in set(before) | set(now) if before.get(rel) != now.get(rel))
+            self.snapshots[label] = now
+            if self.last is not None and self.last != label and not self.trees[self.last].facts["stopped"]:
+                self.trees[self.last].stop(
+                    "tampered", f"its benchmark run changed tree {label}: {', '.join(changed[:10])}"
+                )
+
+
 TORCH_DEVICE_QUERY = (
     "import torch; p = torch.cuda.get_device_properties(0); print(f'{p.name},{p.major}.{p.minor}')"
 )
@@ -407,15 +439,19 @@ def main(spec_path: str) -> int:
     ]
     if stop_after:
         ready = []
+    audit = CrossTreeAudit(trees, ready, spec)
     rounds = []
     for repeat in range(spec["repeats"]):
         for position, label in enumerate(spec["pattern"]):
             tree = trees[label]
+            audit.check()
             if label not in ready or tree.facts["stopped"]:
                 continue
             measured = tree.benchmark(spec["performance_cases"], f"{repeat}.{position}")
+            audit.ran(label)
             if measured is not None:
                 rounds.append({"label": label, "repeat": repeat, "position": position, "cases": measured})
+    audit.check()
     raw = {
         "device": spec["device"],
         "device_info": device_info(spec["device"]),

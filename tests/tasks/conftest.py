@@ -57,6 +57,8 @@ def write_tiny_task(
     (tree / "bench.py").write_text(
         textwrap.dedent(f"""\
         import json, os, sys
+        import lib
+        getattr(lib, "on_bench", lambda: None)()  # the candidate's code runs inside the benchmark
         print("ENV", json.dumps({{k: os.environ.get(k) for k in ("TINY_REBUILD",)}}))
         cases = json.load(open(sys.argv[1]))
         print(json.dumps({{"cases": {{c["id"]: {bench_output} for c in cases}}}}))

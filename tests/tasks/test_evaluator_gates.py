@@ -97,3 +97,33 @@ def test_rebuild_variable_is_forced_over_an_inherited_value(tmp_path: Path) -> N
     assert 'ENV {"TINY_REBUILD": "1"}' in outputs["build"]
     assert 'ENV {"TINY_REBUILD": null}' in outputs["correctness"]
     assert 'ENV {"TINY_REBUILD": null}' in outputs["performance"]
+
+
+def test_a_candidate_that_rewrites_the_incumbents_tree_is_caught(sandbox, tmp_path: Path) -> None:
+    """Both trees share the comparison's job: the candidate's benchmark run rewrites the incumbent's
+    source (to slow it down); the audit voids the candidate, so nothing can be promoted."""
+    task = write_tiny_task(tmp_path / "t", bench_output=GOOD_BENCH)
+    incumbent, candidate = tmp_path / "inc", tmp_path / "cand"
+    incumbent.mkdir()
+    candidate.mkdir()
+    (incumbent / "lib.py").write_text("VALUE = 2\n")
+    (candidate / "lib.py").write_text(
+        "VALUE = 2\n\n\ndef on_bench():\n    import pathlib\n"
+        "    pathlib.Path('../A/lib.py').write_text('VALUE = 2  # slowed down\\n')\n"
+    )
+    comparison = CommandTaskEvaluator().compare(
+        sandbox,
+        task,
+        {"A": incumbent, "B": candidate},
+        tmp_path / "r",
+        pattern="ABBA",
+        repeats=1,
+        seeds=1,
+        timeout_s=600,
+        gpu_index=None,
+        device="cpu",
+    )
+    assert comparison.kernels["A"].status == "PASS"
+    assert comparison.kernels["B"].status == "REWARD_HACK"
+    assert "changed tree A: lib.py" in comparison.kernels["B"].message
+    assert comparison.status == "REWARD_HACK" and comparison.rounds == []
