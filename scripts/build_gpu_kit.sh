@@ -37,6 +37,8 @@ PY
 rm -f .gpu/coord/whl/numpy-* .gpu/coord/whl/torch-* .gpu/coord/whl/triton-* .gpu/coord/whl/nvidia_* \
       .gpu/coord/whl/matplotlib-* .gpu/coord/whl/pydantic-* .gpu/coord/whl/pydantic_core-*
 
+# CUTLASS headers for the cutlass solution language (the harness finds them in the nvidia-cutlass wheel)
+"${PIP[@]}" --no-deps -d .gpu/coord/whl nvidia-cutlass
 for wheel in .gpu/whl/*.whl; do rm -f ".gpu/coord/whl/${wheel##*/}"; done  # one copy of each
 
 echo "== Debian packages (git, bubblewrap)"
