@@ -33,7 +33,9 @@ def make_backend(name: str, *, replay_script: Path | None = None) -> AgentBacken
         return PiBackend()
     if name == "replay":
         if replay_script is None:
-            raise UnknownBackend("the replay backend needs a script: pass --replay-script <path to replay.json>")
+            raise UnknownBackend(
+                "the replay backend needs a script: pass --replay-script <path to replay.json>"
+            )
         from aka_graph.cli_agents.replay import ReplayBackend
 
         return ReplayBackend(replay_script)
