@@ -135,6 +135,7 @@ class KernelState:
             reply = self.worker.request(msg, timeout_s)
         except ChannelTimeout:
             self.stop("TIMEOUT", f"no answer within {timeout_s:.0f} s (per-call watchdog); worker killed")
+            return None
         except WorkerDied as exc:
             self.stop("RUNTIME_ERROR", str(exc))
             return None
