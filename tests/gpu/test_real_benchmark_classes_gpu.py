@@ -4,7 +4,7 @@ weights each, more than one H200 holds if the harness's copies and benches were 
 memory), and custom inputs drawing on torch's RNG survive an uncapturable reference (the failed capture
 used to leave the default CUDA generator in capture mode).
 
-Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_classes.py -v"""
+Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_classes_gpu.py -v"""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ pytestmark = pytest.mark.gpu
         "expanded_bias",
         "safetensors_blob",
         "scalar_output",
+        "fp4_dequant_gemv",
     ],
 )
 def test_each_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .inputs import random_poison_
+from .inputs import packed, random_poison_
 from .memory import affordable_copies, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
@@ -220,6 +220,9 @@ class Bench:
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():
                 base = writable(t)
                 shift = ((i + 1) * 7919) % base.numel()  # every position sees another value, at another scale
+                if packed(base):  # packed fp4: its bytes move (no arithmetic on them)
+                    base.view(torch.uint8).copy_(p.view(torch.uint8).reshape(-1).roll(shift).reshape(p.shape))
+                    continue
                 base.copy_(p.reshape(-1).roll(shift).reshape(p.shape)).mul_(factor)
         for t in self.outs[k] or []:  # and outputs that are neither NaN nor the last answer
             random_poison_(t)
@@ -229,7 +232,10 @@ class Bench:
         self._ensure()
         for buf, val in zip(self.copies[k], values, strict=True):
             if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor):
-                writable(buf).copy_(writable(val) if val.shape == buf.shape else val)
+                dst, src = writable(buf), writable(val) if val.shape == buf.shape else val
+                if packed(dst):
+                    dst, src = dst.view(torch.uint8), src.view(torch.uint8)
+                dst.copy_(src)
 
     def measure(self) -> Timing:
         self._ensure()

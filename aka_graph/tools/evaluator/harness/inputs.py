@@ -43,6 +43,8 @@ DTYPES: dict[str, torch.dtype] = {
 FP4X2 = getattr(torch, "float4_e2m1fn_x2", None)  # packed fp4 pairs (torch >= 2.8)
 if FP4X2 is not None:
     DTYPES["float4_e2m1fn_x2"] = FP4X2
+    DTYPES["float4_e2m1"] = FP4X2  # SOL maps the unpacked name to the packed dtype too
+FP4_LEVELS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 # Random floats are drawn in float32 and cast; past this many elements they are drawn in row chunks so
 # the float32 temporary stays small (a 14 GiB bf16 expert weight must not need a 28 GiB temporary).
@@ -75,6 +77,15 @@ def shape_of(spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...]:
                 "in 'axes' or write an integer size"
             )
     return tuple(dims)
+
+
+def stored_shape(spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...]:
+    """The shape of the tensor itself: the declared one, but packed fp4 (two values a byte) halves the
+    last dimension, as SOL's generator packs randn of the declared shape."""
+    shape = shape_of(spec, axes)
+    if shape and spec.dtype in ("float4_e2m1fn_x2", "float4_e2m1"):
+        return (*shape[:-1], shape[-1] // 2)
+    return shape
 
 
 def _tokens(name: str) -> list[str]:
@@ -124,11 +135,19 @@ def _transform(x: torch.Tensor, rule: str, scale: float, fan_in: int) -> torch.T
 def _to_fp4x2(x: torch.Tensor) -> torch.Tensor:
     """float32 values -> packed fp4 e2m1 pairs (SOL: randn quantised to the nearest fp4 value, two
     nibbles a byte, the even column in the low nibble), so the last dimension halves as SOL's does."""
-    levels = torch.tensor([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0], device=x.device)
+    levels = torch.tensor(FP4_LEVELS, device=x.device)
     code = (x.abs().unsqueeze(-1) - levels).abs().argmin(-1).to(torch.uint8)
     code = code | ((x < 0).to(torch.uint8) << 3)
     packed = code[..., ::2] | (code[..., 1::2] << 4)
     return packed.view(FP4X2)
+
+
+def fp4x2_values(t: torch.Tensor) -> torch.Tensor:
+    """Packed fp4 pairs -> their float32 values (last dimension doubled), so they compare like floats."""
+    raw = t.view(torch.uint8)
+    codes = torch.stack((raw & 15, raw >> 4), dim=-1).reshape(*raw.shape[:-1], -1).long()
+    levels = torch.tensor(FP4_LEVELS, device=t.device)
+    return levels[codes & 7] * torch.where(codes >= 8, -1.0, 1.0)
 
 
 def _random_tensor(
@@ -195,6 +214,8 @@ def _mix_interior_(value: torch.Tensor, other: torch.Tensor) -> bool:
         dst, src = value.view(-1)[1:-1], other.reshape(-1)[1:-1]
     else:
         return False
+    if packed(dst):
+        dst, src = dst.view(torch.uint8), src.view(torch.uint8)
     changed = not torch.equal(dst, src)
     dst.copy_(src)
     return changed
@@ -267,7 +288,7 @@ class InputFactory:
 
     def _blob(self, spec: TensorSpec, wl: Workload, desc: dict[str, Any]) -> torch.Tensor:
         t = load_tensor(self.op, desc, spec.name)
-        want = None if spec.shape is None else shape_of(spec, wl.axes)
+        want = None if spec.shape is None else stored_shape(spec, wl.axes)
         if want is not None and tuple(t.shape) != want:
             raise OperatorError(
                 f"safetensors input {spec.name!r} ({desc.get('path')}) has shape {tuple(t.shape)}, "
@@ -296,7 +317,7 @@ class InputFactory:
             value = out.get(spec.name)
             if spec.shape is None or value is None:
                 continue
-            want = shape_of(spec, wl.axes)
+            want = stored_shape(spec, wl.axes)
             if not isinstance(value, torch.Tensor) or tuple(value.shape) != want:
                 got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
                 raise OperatorError(
@@ -323,7 +344,13 @@ class InputFactory:
 
 
 def output_shapes(op: Operator, wl: Workload) -> list[tuple[tuple[int, ...], torch.dtype]]:
-    return [(shape_of(s, wl.axes), dtype_of(s.dtype)) for s in op.outputs]
+    return [(stored_shape(s, wl.axes), dtype_of(s.dtype)) for s in op.outputs]
+
+
+def packed(t: torch.Tensor) -> bool:
+    """Packed fp4 pairs: most torch ops (copy_, fill_, equal, arithmetic) are not implemented for them,
+    so the harness handles them through their bytes."""
+    return FP4X2 is not None and t.dtype == FP4X2
 
 
 def random_poison_(t: torch.Tensor) -> torch.Tensor:
@@ -332,6 +359,9 @@ def random_poison_(t: torch.Tensor) -> torch.Tensor:
     import os
 
     gen = torch.Generator(device=t.device)
+    if packed(t):  # any byte is two finite fp4 values
+        t.view(torch.uint8).copy_(torch.randint(0, 256, t.shape, generator=gen, device=t.device))
+        return t
     gen.manual_seed(int.from_bytes(os.urandom(8), "little") & ((1 << 63) - 1))
     if t.dtype.is_floating_point:
         noise = torch.randn(t.shape, generator=gen, device=t.device) * 3.0 + 1.0
@@ -343,6 +373,9 @@ def random_poison_(t: torch.Tensor) -> torch.Tensor:
 
 def poison_(t: torch.Tensor) -> torch.Tensor:
     """Fill an output with a value no correct kernel leaves behind: NaN, or the max int."""
+    if packed(t):  # fp4 has no NaN: -6, -6 in every byte
+        t.view(torch.uint8).fill_(0xFF)
+        return t
     if t.dtype.is_floating_point:
         return t.fill_(float("nan"))
     if t.dtype == torch.bool:

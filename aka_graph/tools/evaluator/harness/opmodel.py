@@ -11,7 +11,7 @@ HIDDEN_FILES = ("metadata.json", "roofline.json")
 # validate an operator without importing torch. `inputs.DTYPES` maps them to torch dtypes.
 DTYPE_NAMES = (
     "float64", "fp64", "float32", "float", "fp32", "float16", "half", "fp16", "bfloat16", "bf16",
-    "float8_e4m3fn", "float8_e5m2", "fp8_e4m3", "fp8_e5m2", "float4_e2m1fn_x2",
+    "float8_e4m3fn", "float8_e5m2", "fp8_e4m3", "fp8_e5m2", "float4_e2m1fn_x2", "float4_e2m1",
     "bool", "int8", "uint8", "int16", "int32", "int64",
 )  # fmt: skip
 

@@ -37,6 +37,7 @@ DTYPES = {
         torch.int16,
         torch.int32,
         torch.int64,
+        *([torch.float4_e2m1fn_x2] if hasattr(torch, "float4_e2m1fn_x2") else []),
     )
 }
 
@@ -145,7 +146,8 @@ class Channel:
         if on_gpu:  # pipe -> pinned stage -> a new device tensor (synchronous: the stage is free again)
             staged = self.stage(nbytes)
             self._read_into(_bytes_view(staged), deadline)
-            return staged.view(dtype).reshape(shape).to(self.map_location, copy=True)
+            # the bytes move, then are viewed as the dtype (some, like packed fp4, have no copy kernel)
+            return staged.to(self.map_location, copy=True).view(dtype).reshape(shape)
         raw = torch.empty(nbytes, dtype=torch.uint8)
         self._read_into(_bytes_view(raw), deadline)
         return raw.view(dtype).reshape(shape)

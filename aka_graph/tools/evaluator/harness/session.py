@@ -14,7 +14,7 @@ import torch
 
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
-from .inputs import dtype_of
+from .inputs import FP4X2, dtype_of, fp4x2_values
 from .loading import load_operator
 from .numerics import check_output
 from .opmodel import Operator, OperatorError
@@ -234,6 +234,11 @@ class Session:
         for j, (g, w) in enumerate(zip(got, want, strict=True)):
             name = self.output_name(j)
             g, w = self._as_tensor(g, j), self._as_tensor(w, j)
+            if isinstance(g, torch.Tensor) and isinstance(w, torch.Tensor) and FP4X2 in (g.dtype, w.dtype):
+                if g.dtype != w.dtype:
+                    verdict.fail("INCORRECT", f"{what}: {name}: dtype {g.dtype} != expected {w.dtype}")
+                    return False
+                g, w = fp4x2_values(g), fp4x2_values(w)  # packed fp4: compared by value
             if not isinstance(g, torch.Tensor) or not isinstance(w, torch.Tensor):
                 verdict.fail("INCORRECT", f"{what}: {name} is not a tensor")
                 return False
