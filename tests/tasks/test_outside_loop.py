@@ -65,6 +65,7 @@ def test_the_loop_is_killed_at_its_deadline_with_all_its_children(minikern: Path
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(900)
 def test_the_claimed_best_is_rescored_by_our_evaluator(sandbox, minikern: Path, tmp_path: Path) -> None:
     result, ws, pids = episode(minikern, tmp_path, "optimize", timeout_s=900, sandbox=sandbox)
     assert result.ok and not result.timed_out, result.error

@@ -28,7 +28,7 @@ from aka_graph.tools.records.verdict import decide
 from tests.tasks.conftest import VARIANTS
 from tests.tasks.test_seeding_guard import campaign_repo
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(1200)]  # minutes on a loaded 2-core host
 
 
 def replay_script(tmp_path: Path, tree: Path) -> Path:
