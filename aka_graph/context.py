@@ -17,11 +17,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any, Protocol
 
+from pydantic import PlainValidator, WithJsonSchema
 from pydantic.json_schema import SkipJsonSchema
 
 from aka_graph.cli_agents.base import AgentBackend
 from aka_graph.state import CampaignConfig
 from aka_graph.target import CampaignTarget
+from aka_graph.tools.evaluator.evaluation import ComparisonResult
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
 from aka_graph.tools.evaluator.sandbox.job import Sandbox
 from aka_graph.tools.records.workspace import CampaignWorkspace
@@ -58,7 +60,7 @@ class Evaluator(Protocol):
         timeout_s: float,
         gpu_index: int | None,
         device: str,
-    ) -> Any: ...
+    ) -> ComparisonResult: ...
 
 
 class HarnessEvaluator:
@@ -105,7 +107,7 @@ class HarnessEvaluator:
         gpu_index: int | None,
         device: str,
         private_shapes: bool = False,
-    ) -> Any:
+    ) -> ComparisonResult:
         from aka_graph.tools.evaluator.evaluation import compare_kernels
 
         return compare_kernels(
@@ -123,6 +125,11 @@ class HarnessEvaluator:
         )
 
 
+AS_IS = PlainValidator(lambda value: value)
+"""Runtime dependencies are typed for readers and checkers but passed through untouched: LangGraph builds
+the context's pydantic schema (what Studio draws), and protocols such as `Sandbox` cannot be validated."""
+
+
 @dataclass
 class CampaignContext:
     """Runtime dependencies of one campaign (never checkpointed).
@@ -131,10 +138,12 @@ class CampaignContext:
     missing dependencies from the campaign settings.
     """
 
-    sandbox: Any = None
-    agent: Any = None
-    reviewers: Mapping[str, Any] = field(default_factory=dict)
-    evaluator: Any = None
+    sandbox: Annotated[Sandbox | None, AS_IS, WithJsonSchema({"description": "where jobs run"})] = None
+    agent: Annotated[AgentBackend | None, AS_IS, WithJsonSchema({"description": "the implementer"})] = None
+    reviewers: Annotated[
+        Mapping[str, AgentBackend], AS_IS, WithJsonSchema({"description": "reviewer agents by name"})
+    ] = field(default_factory=dict)
+    evaluator: Annotated[Evaluator | None, AS_IS, WithJsonSchema({"description": "runs the harness"})] = None
     sleep: Annotated[Callable[[float], None], SkipJsonSchema()] = time.sleep
     on_event: Annotated[Callable[[dict[str, Any]], None] | None, SkipJsonSchema()] = None
     skills_dir: Path | None = None

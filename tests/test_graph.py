@@ -64,7 +64,8 @@ def test_standard_campaign_records_v0_failure_rejection_and_promotions(tmp_path:
     assert kinds[(1, "verify")] == "promoted" and kinds[(2, "verify")] == "rejected"
     assert json.loads((Path(root) / "kernel.py").read_text().split("\n")[0].split("latency=")[1]) == 70.0
     log = git(root, "log", "--format=%s", "campaign").splitlines()
-    assert log[0].startswith("v3 (episode 3): promoted") and "v2 (episode 2): rejected" in log[2]
+    assert log[0] == "submission.json for v3"  # finish commits the submission of the incumbent
+    assert log[1].startswith("v3 (episode 3): promoted") and "v2 (episode 2): rejected" in log[3]
 
 
 def test_every_agent_session_counts_against_the_token_budget(tmp_path: Path) -> None:
