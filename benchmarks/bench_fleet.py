@@ -4,9 +4,9 @@ What a coordinator adds around the work itself (agents, evaluations), measured w
 instant jobs so that only the bookkeeping is timed:
 
   step      one graph step of a campaign: LangGraph's checkpoint write (durability "sync") of a state the
-            size of a real campaign's, plus — in a fleet — the registry's progress row. SQLite: SqliteSaver
-            on the workspace's file (WAL), as `run` does. Postgres: PostgresSaver over the coordinator's
-            pool + `Registry.progress`.
+            size of a real campaign's, plus — in a fleet — the registry's progress row. SQLite: one
+            SqliteSaver on the workspace's file (WAL), as `run` does for concurrent campaigns. Postgres: a
+            PostgresSaver per campaign over the coordinator's pool + `Registry.progress`.
   dispatch  one job's bookkeeping: SQLite (single machine): the host-wide GPU file lock (flock) taken and
             released + one ledger row; Postgres (fleet): a GPU lease taken (FOR UPDATE SKIP LOCKED, lease
             log row) and released + one ledger row.
@@ -186,9 +186,11 @@ def postgres_steps(url: str, campaigns: int, steps: int) -> tuple[list[float], f
         registry.submit(cid, "op", "triton", {"op_dir": "/ops/x"})
     while registry.take(holder, 600) is not None:
         pass
-    compiled = loop_graph(steps, lambda: None).compile(checkpointer=postgres_checkpointer(pool))
+    builder = loop_graph(steps, lambda: None)
 
     def work(i: int) -> list[float]:
+        # one saver per campaign, as the coordinator does: a PostgresSaver serialises its own calls
+        compiled = builder.compile(checkpointer=postgres_checkpointer(pool))
         return timed_steps(
             compiled, ids[i], steps, lambda: registry.progress(ids[i], holder, node="step", tokens_spent=i)
         )

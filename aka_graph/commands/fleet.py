@@ -121,7 +121,8 @@ def stop(ids: Ids = None, all_: AllFlag = False, database_url: DatabaseUrl = Non
     """Stop campaigns: queued ones now, running ones at their coordinator's next step."""
     from aka_graph.fleet.registry import Registry
 
-    stopped = Registry(_pool(database_url)).request_stop(_ids(ids, all_, "stop"))
+    which = _ids(ids, all_, "stop")
+    stopped = Registry(_pool(database_url)).request_stop(which)
     typer.echo(f"stop requested for {len(stopped)} campaign(s): {', '.join(stopped) or '-'}")
 
 
@@ -130,7 +131,8 @@ def resume(ids: Ids = None, all_: AllFlag = False, database_url: DatabaseUrl = N
     """Queue stopped or failed campaigns again; a coordinator resumes them from their checkpoints."""
     from aka_graph.fleet.registry import Registry
 
-    queued = Registry(_pool(database_url)).requeue(_ids(ids, all_, "resume"))
+    which = _ids(ids, all_, "resume")
+    queued = Registry(_pool(database_url)).requeue(which)
     typer.echo(f"queued {len(queued)} campaign(s): {', '.join(queued) or '-'}")
 
 

@@ -82,11 +82,9 @@ class Coordinator:
 
     def work(self) -> list[str]:
         """Run campaigns until no campaign is queued or running anywhere; returns those this process ran."""
-        from langgraph.graph.state import CompiledStateGraph
-
         from aka_graph.graph import build_graph
 
-        compiled: CompiledStateGraph = build_graph().compile(checkpointer=postgres_checkpointer(self.pool))
+        builder = build_graph()
         heartbeat = threading.Thread(target=self._heartbeat, name="fleet-heartbeat", daemon=True)
         heartbeat.start()
         running: dict[str, threading.Thread] = {}
@@ -103,7 +101,10 @@ class Coordinator:
                             break
                         self._lost[lease.campaign_id] = threading.Event()
                     thread = threading.Thread(
-                        target=self._run_guarded, args=(compiled, lease), name=f"campaign-{lease.campaign_id}"
+                        target=self._run_guarded,
+                        # a saver per campaign: a PostgresSaver serialises its own calls behind one lock
+                        args=(builder.compile(checkpointer=postgres_checkpointer(self.pool)), lease),
+                        name=f"campaign-{lease.campaign_id}",
                     )
                     running[lease.campaign_id] = thread
                     thread.start()
