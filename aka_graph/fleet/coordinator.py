@@ -1,14 +1,14 @@
 """`fleet work`: a coordinator process that takes leased campaigns and runs them until none are left.
 
-Each campaign runs in its own thread of this process against the shared graph compiled with LangGraph's
-Postgres checkpointer (thread id = campaign id), with a `PoolSandbox` as its sandbox. A heartbeat thread
-renews this coordinator's campaign leases; after every graph step the campaign's progress row is
-written, and the step is also where a stop request or a lost lease is seen. A lost lease (this process
-stalled past the expiry and another coordinator took the campaign) fences GPU work at once: the
-campaign's next job raises `LeaseLost` instead of running, and this coordinator leaves the campaign to
-its new holder. A coordinator killed with `kill -9` simply stops renewing; after the expiry another one
-takes the campaign and resumes it from its last checkpoint (the interrupted node re-runs, as after any
-crash: nodes are idempotent).
+Each campaign runs in its own thread of this process: the campaign graph compiled with LangGraph's
+Postgres checkpointer (its own saver; thread id = `campaign_thread_id(campaign id)`), with a
+`PoolSandbox` as its sandbox. A heartbeat thread renews this coordinator's campaign leases; after every
+graph step the campaign's progress row is written, and the step is also where a stop request or a lost
+lease is seen. A lost lease (this process stalled past the expiry and another coordinator took the
+campaign) fences GPU work at once: the campaign's next job raises `LeaseLost` instead of running, and
+this coordinator leaves the campaign to its new holder. A coordinator killed with `kill -9` simply stops
+renewing; after the expiry another one takes the campaign and resumes it from its last checkpoint (the
+interrupted node re-runs, as after any crash: nodes are idempotent).
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from aka_graph.fleet.checkpointer import postgres_checkpointer
+from aka_graph.fleet.checkpointer import campaign_thread_id, postgres_checkpointer
 from aka_graph.fleet.database import migrated_pool
 from aka_graph.fleet.gpu_leases import GpuLeases
 from aka_graph.fleet.hosts import HostSpec
@@ -174,7 +174,7 @@ class Coordinator:
             if cleared:
                 log.warning("campaign %s: removed the dead holder's git locks %s", cid, cleared)
         ctx = dataclasses.replace(self.context_factory(config), sandbox=sandbox)
-        cfg = thread_config(cid)
+        cfg = thread_config(campaign_thread_id(cid))
         snapshot = compiled.get_state(cfg)
         if snapshot.values and not snapshot.next:
             self.registry.end(cid, holder, "finished", **summarize(snapshot.values))

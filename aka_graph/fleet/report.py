@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from aka_graph.fleet.checkpointer import campaign_thread_id
 from aka_graph.fleet.registry import CampaignRow
 
 COLUMNS = ("campaign", "state", "node", "incumbent", "speedup", "budget spent", "host", "note")
@@ -98,6 +99,8 @@ def report_markdown(rows: list[CampaignRow], plot: Path | None) -> str:
         "|" + "---|" * len(COLUMNS),
     ]
     lines += ["| " + " | ".join(v.replace("|", "/") for v in r) + " |" for r in status_rows(rows)]
+    lines += ["", "LangGraph threads (for Studio on `aka_graph/fleet/langgraph.json`):", ""]
+    lines += [f"- {r.id}: `{campaign_thread_id(r.id)}`" for r in rows]
     if plot is not None:
         lines += ["", f"![speedups by operator]({plot.name})"]
     return "\n".join(lines) + "\n"

@@ -2,9 +2,10 @@
 from (and written to) the fleet's PostgreSQL, so LangGraph Studio can watch any campaign of the fleet.
 
 `aka_graph/fleet/langgraph.json` names `checkpointer` below (langgraph.json's `checkpointer.path`); the
-server reads `AKA_DATABASE_URL`. A fleet campaign's thread id is its campaign id (`fleet status`); create
-the thread on the server under that id once (`POST /threads {"thread_id": ID, "if_exists": "do_nothing"}`,
-or Studio's thread box) and its state and history are the coordinator's checkpoints.
+server reads `AKA_DATABASE_URL`. A fleet campaign's thread id is `campaign_thread_id(campaign id)` (a UUID;
+`fleet report` lists them); create the thread on the server under that id once
+(`POST /threads {"thread_id": ID, "metadata": {"graph_id": "aka_graph_campaign"}}`) and Studio shows the coordinator's
+checkpoints as its state and history.
 """
 
 from __future__ import annotations

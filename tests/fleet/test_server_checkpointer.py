@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from psycopg_pool import ConnectionPool
 
-from aka_graph.fleet.checkpointer import postgres_checkpointer
+from aka_graph.fleet.checkpointer import campaign_thread_id, postgres_checkpointer
 from aka_graph.graph import build_graph
 from aka_graph.state import CampaignConfig, Incumbent
 from aka_graph.tools.records.ledger import DATABASE_URL_ENV
@@ -22,7 +22,8 @@ def test_the_server_sees_a_coordinator_checkpoint(
     pool: ConnectionPool, database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     compiled = build_graph().compile(checkpointer=postgres_checkpointer(pool))
-    cfg = {"configurable": {"thread_id": "rmsnorm-triton"}}
+    thread = campaign_thread_id("rmsnorm-triton")
+    cfg = {"configurable": {"thread_id": thread}}
     config = CampaignConfig(op_dir="/ops/rmsnorm", platform="H200", token_budget=10)
     incumbent = Incumbent(version=2, objective=61.5, sha256="a" * 64, kernel_path="/ws/v2")
     compiled.update_state(cfg, {"config": config, "incumbent": incumbent, "episode": 3}, as_node="promote")
