@@ -4,8 +4,8 @@ from (and written to) the fleet's PostgreSQL, so LangGraph Studio can watch any 
 `aka_graph/fleet/langgraph.json` names `checkpointer` below (langgraph.json's `checkpointer.path`); the
 server reads `AKA_DATABASE_URL`. A fleet campaign's thread id is `campaign_thread_id(campaign id)` (a UUID;
 `fleet report` lists them); create the thread on the server under that id once
-(`POST /threads {"thread_id": ID, "metadata": {"graph_id": "aka_graph_campaign"}}`) and Studio shows the coordinator's
-checkpoints as its state and history.
+(`POST /threads {"thread_id": ID, "metadata": {"graph_id": "aka_graph_campaign"}}`) and Studio shows
+the coordinator's checkpoints as its state and history.
 """
 
 from __future__ import annotations
