@@ -42,7 +42,8 @@ def wants_v1(config: CampaignConfig) -> bool:
     return config.optimization_mode == "production"
 
 
-def _budget_left(state: CampaignState) -> int | None:
+def budget_left(state: CampaignState) -> int | None:
+    """Tokens left of `--token-budget` (None: no budget); the routing and the nodes' turn guard share it."""
     budget = state.config.token_budget
     return None if budget is None else max(0, budget - state.tokens_spent)
 
@@ -106,7 +107,7 @@ def review_sends(state: CampaignState, episode: int) -> list[Send]:
                 episode=episode,
                 workspace_root=state.workspace_root,
                 config=state.config,
-                budget_left=_budget_left(state),
+                budget_left=budget_left(state),
             ),
         )
         for name in state.config.reviewers

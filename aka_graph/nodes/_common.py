@@ -16,6 +16,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
+from aka_graph.edges import budget_left as budget_left  # one definition (the routing's), re-exported
 from aka_graph.nodes.eval_timeout import evaluation_timeout_s
 from aka_graph.nodes.privacy_guard import CampaignPrivacy, privacy_of
 from aka_graph.state import CampaignState, EnvironmentBlock, Incumbent
@@ -125,12 +126,6 @@ def freeze_kernel(src_dir: Path, dest: Path) -> Path:
         elif (dest / name).exists():
             (dest / name).unlink()
     return dest
-
-
-def budget_left(state: CampaignState) -> int | None:
-    """Tokens left of `--token-budget` (None: no budget)."""
-    budget = state.config.token_budget
-    return None if budget is None else max(0, budget - state.tokens_spent)
 
 
 def environment_block(state: CampaignState, node: str, diagnostic: str) -> EnvironmentBlock | None:
