@@ -65,9 +65,16 @@ def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict
         return {"incumbent": incumbent, "next_version": 1, "blocked": None}
     update_live(ws, state, "baseline_v0", "evaluating the reference (V0)")
     # solution.json (non destination-passing) stays with the frozen V0 only: agents' kernels default to DPS
-    write_reference_kernel(Path(target.op_dir), target.op_format, frozen)
-    shutil.copyfile(frozen / "kernel.py", ws.layout.kernel)
-    commit = ws.commit(["kernel.py"], "V0: the verbatim reference as kernel.py")
+    if target.op_format == "command":  # V0 = the unmodified tree (committed when it was seeded)
+        from aka_graph.tasks.campaign import freeze_editable, task_of
+        from aka_graph.tasks.seeding import TREE_DIR
+
+        freeze_editable(task_of(target), ws.root / TREE_DIR, frozen)
+        commit = ws.head_sha()
+    else:
+        write_reference_kernel(Path(target.op_dir), target.op_format, frozen)
+        shutil.copyfile(frozen / "kernel.py", ws.layout.kernel)
+        commit = ws.commit(["kernel.py"], "V0: the verbatim reference as kernel.py")
     results_dir = ws.layout.v0_evaluation
     result, block = evaluate_with_settings(ctx, state, "baseline_v0", frozen, results_dir)
     if block is not None:

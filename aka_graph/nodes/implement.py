@@ -26,6 +26,8 @@ from aka_graph.nodes._common import (
 )
 from aka_graph.nodes.prompts import implement_prompt
 from aka_graph.state import CampaignState, TrialRecord
+from aka_graph.tasks.campaign import freeze_editable, guard_for, prepare_worktree, task_of
+from aka_graph.tasks.seeding import TREE_DIR
 from aka_graph.tools.records.workspace import digest_changes
 
 
@@ -36,6 +38,12 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     ledger = ledger_of(ws)
     episode, trial = state.episode, state.trial + 1
     worktree = ws.create_episode(episode)
+    task = task_of(state.target)
+    guard = None
+    if task is not None:  # a command task: the whole tree in the worktree, its harness guarded
+        prepare_worktree(ws.root, worktree)
+        guard = guard_for(task, ws.root)
+        harness_before = guard.snapshot(worktree / TREE_DIR)
     copy_reviews(state, worktree)
     update_live(ws, state, "implement", f"episode {episode} trial {trial}: agent working", trial=trial)
     emit(runtime, ctx, "implement", "agent_started", episode=episode, trial=trial, agent=ctx.agent.name)
@@ -57,6 +65,8 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     run = isolated(state, run)  # production: the worktree is all of the campaign it can read
 
     def missing(_: AgentResult) -> str | None:
+        if task is not None:
+            return None
         return None if (worktree / "kernel.py").is_file() else "kernel.py is missing: write the kernel there"
 
     results, tokens = run_agent(
@@ -71,6 +81,10 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
         budget_left=budget_left(state),
     )
     tampered = digest_changes(before, ws.protected_digest(worktree))
+    if guard is not None:  # harness edits: reverted, recorded against the trial, not scored
+        report = guard.enforce(worktree / TREE_DIR, harness_before, ws.layout.transcripts(episode, trial)
+                               / "harness_guard.jsonl", episode=episode, trial=trial)
+        tampered += [f"{TREE_DIR}/{p}" for p in report.paths]
     forbidden = sorted(set(tampered) | set(ws.candidate_diff(episode).forbidden))
     record = TrialRecord(episode=episode, trial=trial, kernel_dir="", tokens=tokens)
     last = results[-1] if results else None
@@ -80,11 +94,12 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     elif last is not None and last.stopped:  # the token budget ran out mid-turn: nothing to evaluate
         record.status, record.message = "BUDGET_STOPPED", last.error
         ws.create_episode(episode)
-    elif last is None or not (worktree / "kernel.py").is_file():
+    elif last is None or (task is None and not (worktree / "kernel.py").is_file()):
         record.status, record.message = "NO_KERNEL", last.error if last else "agent produced nothing"
     else:
         ws.snapshot_episode(episode, f"episode {episode} trial {trial}")
-        kernel_dir = freeze_kernel(worktree, ws.layout.trial_kernel(episode, trial))
+        kernel_dir = (freeze_kernel(worktree, ws.layout.trial_kernel(episode, trial)) if task is None else
+                      freeze_editable(task, worktree / TREE_DIR, ws.layout.trial_kernel(episode, trial)))
         record.kernel_dir = str(kernel_dir)
         record.message = "" if last.ok else f"agent ended badly: {last.error or last.exit_code}"
     emit(

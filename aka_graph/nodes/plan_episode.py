@@ -31,6 +31,10 @@ def plan_episode(state: CampaignState, runtime: Runtime[CampaignContext]) -> dic
     plan = plan_next_episode(state)
     episode = state.episode + 1
     worktree = ws.create_episode(episode)
+    if state.target.op_format == "command":  # planners and reviewers read the whole source tree
+        from aka_graph.tasks.campaign import prepare_worktree
+
+        prepare_worktree(ws.root, worktree)
     update = {
         "episode": episode,
         "episode_kind": plan.kind,

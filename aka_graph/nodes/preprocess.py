@@ -25,9 +25,14 @@ def preprocess(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[
     ws = CampaignWorkspace.open_or_create(
         Path(config.workspace), target.op_name, target.framework, target.platform, target.production
     )
-    install = ws.install_operator(op_dir, target.production)
     tokens = sessions = 0
-    if "agent_problem.json" in install.missing:  # production, native, no public problem supplied
+    if target.op_format == "command":  # a kernel inside a source tree: the tree, seeded once
+        from aka_graph.tasks.campaign import install_task
+        from aka_graph.tasks.loader import load_task
+
+        install_task(ws, load_task(op_dir))
+    elif "agent_problem.json" in ws.install_operator(op_dir, target.production).missing:
+        # production, native, no public problem supplied
         from aka_graph.nodes.problem import derive_public_problem
 
         problem, tokens, sessions = derive_public_problem(ctx, config, ws, op_dir)

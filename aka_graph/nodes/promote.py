@@ -22,6 +22,7 @@ from aka_graph.nodes._common import (
     workspace_of,
 )
 from aka_graph.state import CampaignState, Decision, Incumbent
+from aka_graph.tasks.campaign import freeze_editable, promotion_overrides, task_of
 from aka_graph.tools.records.memory import (
     QualityGate,
     VersionRecord,
@@ -80,6 +81,7 @@ def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str
     frozen = ws.layout.frozen_version(version)
     candidate = state.candidate
     promoted = decision.outcome == "promoted" and candidate is not None
+    task = task_of(state.target)
     message = f"v{version} (episode {episode}): {decision.outcome} — {decision.reason}"[:500]
     if not version_path(ws.root, version).is_file():
         update_live(ws, state, "promote", message)
@@ -88,9 +90,13 @@ def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str
             commit = ws.squash_promote(
                 episode,
                 f"v{version}: promote episode {episode} trial {candidate.trial}",
-                overrides={"kernel.py": Path(candidate.kernel_dir) / "kernel.py"},
+                overrides=promotion_overrides(task, Path(candidate.kernel_dir)) if task else
+                {"kernel.py": Path(candidate.kernel_dir) / "kernel.py"},
             )
-            freeze_kernel(Path(candidate.kernel_dir), frozen)
+            if task is not None:
+                freeze_editable(task, Path(candidate.kernel_dir), frozen)
+            else:
+                freeze_kernel(Path(candidate.kernel_dir), frozen)
         experiments = [
             f"trial {t.trial}: {t.status} objective={t.objective} sha={(t.sha256 or '')[:12]} "
             f"{t.message[:200]}".rstrip()

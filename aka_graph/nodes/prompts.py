@@ -13,6 +13,12 @@ CONTRACT = (
 
 def entry_point(state: CampaignState) -> str:
     """What kernel.py must define, by operator format (what the evaluator will call)."""
+    if state.target.op_format == "command":
+        return (
+            "This kernel lives in a source tree, tree/ (built, tested and benchmarked by its own commands, "
+            "listed in op/aka_task.toml). Here 'kernel.py' below means the task's editable files "
+            "(`editable` in op/aka_task.toml): edit only those; every other file of tree/ is harness."
+        )
     if state.target.op_format == "sol":
         return (
             "kernel.py must define run(*inputs, *outputs) that writes the pre-allocated outputs in place "
