@@ -150,7 +150,7 @@ def evaluate_with_settings(
         results_dir,
         seeds=config.seeds,
         timeout_s=evaluation_timeout_s(config, op_dir),
-        gpu_index=config.gpu_index,
+        gpu_index=None,  # the context's sandbox holds the GPU (infrastructure: may change on a resume)
         device=config.device,
     )
     block = environment_block(state, node, result.message) if result.status == "INFRA_ERROR" else None

@@ -48,7 +48,7 @@ def abba(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, A
         repeats=repeats,
         seeds=config.seeds,
         timeout_s=verification_timeout_s(config, op_dir),
-        gpu_index=config.gpu_index,
+        gpu_index=None,  # the context's sandbox holds the GPU (infrastructure: may change on a resume)
         device=config.device,
     )
     if comparison.status == "INFRA_ERROR":
