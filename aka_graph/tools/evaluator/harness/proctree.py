@@ -28,6 +28,7 @@ class Proc:
     sid: int
     children_ticks: int  # CPU time of its reaped children (cutime + cstime), clock ticks
     name: str
+    own_ticks: int = 0  # its own CPU time (utime + stime), clock ticks, exited threads included
 
 
 def read_proc(pid: int) -> Proc | None:
@@ -39,7 +40,8 @@ def read_proc(pid: int) -> Proc | None:
     fields = stat[stat.rindex(")") + 2 :].split()
     try:
         reaped = int(fields[13]) + int(fields[14])
-        return Proc(pid, int(fields[1]), fields[0], int(fields[2]), int(fields[3]), reaped, name)
+        own = int(fields[11]) + int(fields[12])
+        return Proc(pid, int(fields[1]), fields[0], int(fields[2]), int(fields[3]), reaped, name, own)
     except (IndexError, ValueError):
         return None
 
@@ -103,6 +105,27 @@ def tree_cpu_ns(root: int, extra_roots: tuple[int, ...] = ()) -> int | None:
             members += [procs[pid], *descendants(pid, procs)]
     ticks_ns = 1_000_000_000 // CLOCK_TICKS
     return sum(thread_cpu_ns(p.pid) + p.children_ticks * ticks_ns for p in members)
+
+
+def tree_cpu_pair(root: int) -> tuple[int, int] | None:
+    """(precise, coarse) CPU time of the tree (ns): the precise figure sums live threads' schedstat, which
+    forgets a thread that exits (its time moves to the process's tick counters); the coarse one sums the
+    tick counters (utime + stime + cutime + cstime), exited threads included, at 1/CLK_TCK resolution.
+    A difference of two readings is at least max(precise delta, coarse delta - 2 ticks)."""
+    root_proc = read_proc(root)
+    if root_proc is None:
+        return None
+    members = [root_proc, *descendants(root)]
+    tick = 1_000_000_000 // CLOCK_TICKS
+    precise = sum(thread_cpu_ns(p.pid) + p.children_ticks * tick for p in members)
+    coarse = sum((p.own_ticks + p.children_ticks) * tick for p in members)
+    return precise, coarse
+
+
+def cpu_delta_ns(before: tuple[int, int], after: tuple[int, int]) -> int:
+    """CPU time used between two `tree_cpu_pair` readings, never less than the work done."""
+    tick = 1_000_000_000 // CLOCK_TICKS
+    return max(after[0] - before[0], after[1] - before[1] - 2 * tick, 0)
 
 
 def strays(known: set[int]) -> list[Proc]:

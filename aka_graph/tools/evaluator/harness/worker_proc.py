@@ -220,11 +220,12 @@ class WorkerProcess:
         reaped = sum(p.children_ticks for p in members) * (1_000_000_000 // CLOCK_TICKS)
         return reaped + sum(thread_cpu_ns(p.pid) for p in below if p.pid not in own)
 
-    def cpu_ns(self) -> int | None:
-        """CPU time of the worker's whole tree, incl. helpers it started and reaped (proctree.py)."""
-        from .proctree import tree_cpu_ns
+    def cpu_ns(self) -> tuple[int, int] | None:
+        """CPU time of the worker's whole tree, incl. helpers it started and reaped, and threads that
+        exited: (precise, coarse) ns, see proctree.tree_cpu_pair."""
+        from .proctree import tree_cpu_pair
 
-        return tree_cpu_ns(self.pid)
+        return tree_cpu_pair(self.pid)
 
 
 def become_subreaper() -> bool:

@@ -106,3 +106,26 @@ def test_the_jail_hides_the_parent_makes_files_read_only_and_dies_with_its_root(
     proc.kill()
     proc.wait()
     assert _wait_for(lambda: all(read_proc(pid) is None or read_proc(pid).state == "Z" for pid in tree))
+
+
+def test_cpu_time_of_a_thread_that_exited_still_counts() -> None:
+    """A thread's schedstat vanishes with it; the tick counters keep its time (the worker's CPU clock
+    must never read less than the work done, or a faked report would pass the burst check)."""
+    import os
+    import threading
+
+    from aka_graph.tools.evaluator.harness.proctree import cpu_delta_ns, tree_cpu_pair
+
+    def burn() -> None:
+        end = time.thread_time() + 0.4
+        while time.thread_time() < end:
+            pass
+
+    before = tree_cpu_pair(os.getpid())
+    worker = threading.Thread(target=burn)
+    worker.start()
+    worker.join()
+    after = tree_cpu_pair(os.getpid())
+    assert before is not None and after is not None
+    assert after[0] - before[0] < 300_000_000  # the live threads' sum forgot most of it
+    assert cpu_delta_ns(before, after) >= 300_000_000  # 0.4 s less two ticks of rounding
