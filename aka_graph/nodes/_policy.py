@@ -17,6 +17,7 @@ from aka_graph.context import CampaignContext
 from aka_graph.nodes._common import budget_left, isolated, ledger_of, run_agent
 from aka_graph.nodes.prompts import policy_prompt
 from aka_graph.state import CampaignState
+from aka_graph.tools.records.ledger import Ledger
 from aka_graph.tools.records.workspace import CampaignWorkspace
 
 
@@ -63,9 +64,9 @@ def review_candidate(
     """The policy verdict on one candidate (recorded in the ledger; a recorded one is reused)."""
     ledger = ledger_of(ws)
     kind = trial_kind(trial)
-    for done in ledger.decisions(episode):
-        if done.kind == kind and done.candidate_sha256 == sha256 and sha256:
-            return PolicyOutcome(done.decision == "pass", done.message)
+    done = recorded_review(ledger, episode, trial, sha256)
+    if done is not None:  # the node was interrupted after the review: its tokens were never counted
+        return done
     run = AgentRun(
         role="policy_reviewer",
         prompt=policy_prompt(state, kernel_patch(incumbent_dir, candidate_dir)),
@@ -97,7 +98,17 @@ def review_candidate(
         episode=episode,
         kind=kind,
         decision="pass" if ok else "fail",
+        numbers={"tokens": tokens, "sessions": len(results)},
         candidate_sha256=sha256,
         message=reason,
     )
     return PolicyOutcome(ok, reason, tokens, len(results))
+
+
+def recorded_review(ledger: Ledger, episode: int, trial: int, sha256: str | None) -> PolicyOutcome | None:
+    """The verdict (and what its session cost) already recorded for this kernel, if any."""
+    for done in ledger.decisions(episode):
+        if done.kind == trial_kind(trial) and sha256 and done.candidate_sha256 == sha256:
+            tokens, sessions = int(done.numbers.get("tokens", 0)), int(done.numbers.get("sessions", 0))
+            return PolicyOutcome(done.decision == "pass", done.message, tokens, sessions)
+    return None

@@ -27,7 +27,7 @@ from aka_graph.nodes._common import (
     update_live,
     workspace_of,
 )
-from aka_graph.nodes._policy import PolicyOutcome, review_candidate
+from aka_graph.nodes._policy import PolicyOutcome, recorded_review, review_candidate
 from aka_graph.nodes.prompts import smoke_shapes, v1_prompt
 from aka_graph.state import CampaignState
 from aka_graph.tools.records.memory import (
@@ -59,6 +59,13 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     if version_path(ws.root, version).is_file():  # crashed after recording: read back, count the turn once
         record = next(r for r in read_version_records(ws.root) if r.version == version)
         done = json.loads(marker.read_text()) if marker.is_file() and not counted else {}
+        # V1's policy review ran after any blocked return, in the interrupted run: never counted yet
+        review = recorded_review(ledger, V1_EPISODE, 1, record.kernel_sha256)
+        if review is not None:
+            done = {
+                "tokens": done.get("tokens", 0) + review.tokens,
+                "sessions": done.get("sessions", 0) + review.sessions,
+            }
         incumbent = state.incumbent
         if record.decision == "pinned":
             incumbent = incumbent_from_record(record, ws.layout.frozen_version(version))
