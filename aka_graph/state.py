@@ -24,8 +24,8 @@ class CampaignConfig(BaseModel):
     description), so the CLI, `--help` and the LangGraph input schema cannot disagree.
 
     Frozen: a resumed campaign runs with the settings it started with. Fields marked `infrastructure` say
-    where the campaign runs, not what it is (the sandbox host, the GPU, how to wait for a broken
-    environment): they are left out of `identity()`, so moving a campaign to another GPU host is no conflict.
+    where the campaign runs, not what it is (the sandbox host, the GPU): they are left out of `identity()`,
+    so moving a campaign to another GPU host is no conflict.
     """
 
     model_config = ConfigDict(frozen=True, extra="forbid")
@@ -132,13 +132,11 @@ class CampaignConfig(BaseModel):
         default=30.0,
         gt=0,
         description="Seconds between health probes while the environment is down.",
-        json_schema_extra={"infrastructure": True},
     )
     max_environment_retries: int = Field(
         default=3,
         ge=1,
         description="Environment failures (INFRA_ERROR) of one step before the campaign gives up.",
-        json_schema_extra={"infrastructure": True},
     )
     agent_timeout_s: float = Field(
         default=3600.0, gt=0, description="Wall-clock limit of one agent turn, in s."
@@ -170,7 +168,7 @@ class CampaignConfig(BaseModel):
 
     @classmethod
     def infrastructure_fields(cls) -> frozenset[str]:
-        """Settings that say where the campaign runs (host, GPU, environment waits), not what it is."""
+        """Settings that say where the campaign runs (sandbox host, GPU), not what it is."""
         return frozenset(
             name
             for name, info in cls.model_fields.items()

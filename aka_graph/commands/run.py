@@ -110,7 +110,7 @@ def run_command(quiet: bool = False, **given: Any) -> None:
     """Run an optimization campaign (re-running the same command resumes it).
 
     Every option is a campaign setting (`CampaignConfig` in aka_graph/state.py); the sandbox host and GPU
-    (--sandbox-ssh*, --gpu-index) and the environment waits may change between runs of one campaign.
+    (--sandbox-ssh*, --gpu-index) may change between runs of one campaign.
     """
     from aka_graph.progress import Progress
     from aka_graph.runner import available_frameworks, run_campaign, run_campaigns

@@ -307,7 +307,7 @@ def test_resume_in_an_empty_directory_says_what_to_do(tmp_path: Path) -> None:
 
 
 def test_a_campaign_moved_to_another_gpu_host_is_the_same_campaign(tmp_path: Path) -> None:
-    """Infrastructure settings (sandbox host, GPU index, environment waits) are not the campaign's
+    """Infrastructure settings (sandbox host and GPU) are not the campaign's
     identity: changing them continues the campaign; changing what it is stays a conflict, named."""
     first = subprocess.run(
         [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--quiet"],
@@ -319,7 +319,7 @@ def test_a_campaign_moved_to_another_gpu_host_is_the_same_campaign(tmp_path: Pat
     assert first.returncode == 0, first.stderr[-2000:]
     moved = subprocess.run(
         [sys.executable, "-m", "aka_graph", *run_args(tmp_path), "--gpu-index", "1",
-         "--sandbox-ssh-init", "true", "--environment-poll-interval", "5"],
+         "--sandbox-ssh-init", "true"],
         env=cli_env(),
         capture_output=True,
         text=True,
