@@ -210,3 +210,14 @@ def test_route_after_abba_and_policy() -> None:
     assert edges.route_after_abba(make_state()) == "promote"
     assert edges.route_after_policy(make_state(policy_ok=True)) == "abba"
     assert edges.route_after_policy(make_state(policy_ok=False)) == "promote"
+
+
+@pytest.mark.parametrize(
+    ("episode", "fast_episodes", "kind"), [(0, 1, "fast"), (1, 1, "full"), (1, 2, "fast")]
+)
+def test_the_next_episode_is_numbered_one_past_the_current(
+    episode: int, fast_episodes: int, kind: str
+) -> None:
+    """Kills `state.episode + 1` -> `- 1` in plan_next_episode."""
+    plan = edges.plan_next_episode(make_state({"fast_episodes": fast_episodes}, episode=episode))
+    assert plan.kind == kind and plan.framework == "triton" and not plan.converting
