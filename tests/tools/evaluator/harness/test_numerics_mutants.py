@@ -222,3 +222,61 @@ def test_each_seed_gets_inputs_at_fresh_addresses(tmp_path: Path, sol_fixtures: 
     assert len(calls) == 6
     addresses = [p for call in calls for p in call]
     assert len(set(addresses)) == len(addresses), "a seed's input reused an earlier seed's memory"
+
+
+# -- the near-miss bound and the structural-omission boundaries (issue 13, class 2) -------------------
+
+
+def _near_misses(shape: tuple[int, ...], where: tuple[slice, ...] | tuple[int | slice, ...]) -> torch.Tensor:
+    got = torch.ones(shape)
+    got[where] = 1.05  # 0.05 off with tolerance 0.02: a miss, but well within 16x (a near miss)
+    return got
+
+
+def test_a_miss_of_exactly_the_near_miss_bound_is_forgiven_and_beyond_it_is_not() -> None:
+    """16 x atol 0.5 = 8.0 exactly (rtol 0): kills `diff > allowed` -> `>=` and a changed factor."""
+    tol = Tolerance(atol=0.5, rtol=0.0)
+    ref = torch.ones(200)
+    got = ref.clone()
+    got[7] = 9.0
+    assert check_output("y", got, ref, tol).ok
+    got[7] = 9.001
+    v = check_output("y", got, ref, tol)
+    assert not v.ok and "near misses" in v.message
+
+
+def test_a_row_of_exactly_the_minimum_line_length_is_checked() -> None:
+    """[2000, 16]: one row wrong is 0.05 % of elements; 16 columns is the shortest row that counts."""
+    v = check_output("y", _near_misses((2000, 16), (5, slice(None))), torch.ones(2000, 16), TOL)
+    assert not v.ok and "rows are mostly wrong" in v.message
+    short = check_output("y", _near_misses((2000, 15), (5, slice(None))), torch.ones(2000, 15), TOL)
+    assert short.ok, short.message  # 15 consecutive misses: shorter than a line, far below half a window
+
+
+@pytest.mark.parametrize("wrong", [8, 9])
+def test_half_a_row_wrong_is_mostly_wrong(wrong: int) -> None:
+    """Kills the row share `>=` -> `>` (8 of 16 is exactly half)."""
+    v = check_output("y", _near_misses((2000, 16), (5, slice(0, wrong))), torch.ones(2000, 16), TOL)
+    assert not v.ok and "rows are mostly wrong" in v.message
+    assert check_output("y", _near_misses((2000, 16), (5, slice(0, 7))), torch.ones(2000, 16), TOL).ok
+
+
+def test_half_a_column_wrong_is_mostly_wrong() -> None:
+    """Kills the column share `>=` -> `>`: 8 of a column's 16 rows, 2000 elements apart in memory."""
+    v = check_output("y", _near_misses((16, 2000), (slice(0, 8), 3)), torch.ones(16, 2000), TOL)
+    assert not v.ok and "columns are mostly wrong" in v.message
+    assert check_output("y", _near_misses((16, 2000), (slice(0, 7), 3)), torch.ones(16, 2000), TOL).ok
+
+
+def test_half_a_window_of_consecutive_misses_is_a_skipped_block() -> None:
+    """64 consecutive misses in a 1-D output (0.64 %): exactly half of a 128-element window."""
+    v = check_output("y", _near_misses((10000,), (slice(5000, 5064),)), torch.ones(10000), TOL)
+    assert not v.ok and "64 of 128 consecutive elements" in v.message
+    ok = check_output("y", _near_misses((10000,), (slice(5000, 5063),)), torch.ones(10000), TOL)
+    assert ok.ok, ok.message
+
+
+def test_outputs_of_three_dimensions_are_checked_as_rows_and_features() -> None:
+    """The last feature never computed in a [8, 50, 128] output: 0.78 % of elements, one column."""
+    v = check_output("y", _near_misses((8, 50, 128), (Ellipsis, 127)), torch.ones(8, 50, 128), TOL)
+    assert not v.ok and "columns are mostly wrong" in v.message
