@@ -339,11 +339,15 @@ def test_a_campaign_moved_to_another_gpu_host_is_the_same_campaign(tmp_path: Pat
 
 
 def test_the_isolation_warning_comes_once_per_process_and_says_how_to_get_isolation(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A command builds a sandbox more than once (framework discovery, then the campaign): the warning that
-    jobs run without bubblewrap is printed once, with what to install."""
+    jobs run without isolation (bubblewrap broken, user namespaces unavailable) is printed once, with what
+    to install. The namespaces probe is made to say no: this host has them."""
+    from aka_graph.tools.evaluator.harness import isolate
     from aka_graph.tools.evaluator.sandbox.local import LocalSandbox
+
+    monkeypatch.setattr(isolate, "unavailable", lambda: f"refused for {tmp_path.name}")
 
     broken = tmp_path / "bwrap"
     broken.write_text(f"#!/bin/sh\necho 'no namespaces for {tmp_path.name}' >&2\nexit 1\n")

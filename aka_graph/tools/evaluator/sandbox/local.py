@@ -152,8 +152,10 @@ class LocalSandbox:
         if why is None:
             log.info("sandbox isolation: bubblewrap %s; jobs run in user namespaces (unshare)", problem)
             return "unshare"
-        log.warning("sandbox isolation: bubblewrap %s, user namespaces %s; jobs run WITHOUT isolation",
-                    problem, why)
+        reason = f"bubblewrap {problem}, user namespaces {why}"
+        if reason not in _ISOLATION_WARNED:  # once per process: one command may build several sandboxes
+            _ISOLATION_WARNED.add(reason)
+            log.warning("sandbox isolation: %s; jobs run WITHOUT isolation. %s", reason, HOW_TO)
         return "none"
 
     def _bwrap_self_test(self) -> str | None:
