@@ -1,7 +1,7 @@
 """CHEAT (issue 13, class 3): patches torch through aliases, so no `torch.x = ...` and no `getattr` call
-with a computed name appears: `getattr` is bound to another name, `torch.Tensor` too, and the in-worker
-mutation check's comparison (`Tensor.equal`) is replaced through the alias; the harness Sentinel's own
-snapshot is updated too (found by string through pkgutil), so the worker sees nothing. It then normalises
+with a computed name appears: `getattr` is bound to another name, `torch.Tensor` and `torch` too, and the
+in-worker mutation check's comparisons (`Tensor.equal`, `torch.equal`) are replaced; the harness Sentinel's
+own snapshot is updated too (found by string through pkgutil), so the worker sees nothing. It then normalises
 in place of its input, a mutation no check inside its process can see any more.
 
 Caught by: the source policy (getattr as a value, assignment through an alias, pkgutil); behind it, the
@@ -17,9 +17,12 @@ fetch = getattr
 T = fetch(torch, "Tensor")
 blind = lambda self, other: True  # noqa: E731 - every "unchanged?" comparison now says yes
 T.equal = blind
+tm = torch
+tm.equal = lambda a, b: True  # the function too (the worker's bitwise comparison calls it)
 for obj in pkgutil.resolve_name("gc:get_objects")():
     if type(obj).__name__ == "Sentinel" and isinstance(fetch(obj, "before", None), dict):
         obj.before["torch.Tensor.equal"] = blind
+        obj.before["torch.equal"] = tm.equal
 
 
 @torch.no_grad()
