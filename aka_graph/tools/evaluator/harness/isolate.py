@@ -49,7 +49,12 @@ JAIL_EXIT = {97: "could not bind the scratch directory", 98: "could not make the
 
 @functools.cache
 def unavailable() -> str | None:
-    """Why the jail cannot be built here, or None (probed once per process, ~10 ms)."""
+    """Why the jail cannot be built here, or None (probed once per process, ~10 ms). AKA_WORKER_JAIL=0
+    switches it off (a host where the GPU runtime misbehaves in a user namespace; say so in the result)."""
+    import os
+
+    if os.environ.get("AKA_WORKER_JAIL", "1") == "0":
+        return "disabled by AKA_WORKER_JAIL=0"
     tools = [name for name in ("unshare", "mount", "awk", "sh") if shutil.which(name) is None]
     if tools:
         return f"missing {', '.join(tools)}"
