@@ -36,10 +36,16 @@ def judge_table(kernels_dir: Path) -> dict[str, Any]:
         hashlib.sha256((kernels_dir / name).read_bytes()).hexdigest(): list(value)
         for name, value in LATENCIES.items()
     }
+    hold_where = os.environ.get("AKA_JUDGE_HOLD_WHERE_FILE")  # while this file exists: its JSON map
+    try:
+        where = json.loads(Path(hold_where).read_text()) if hold_where else {}
+    except FileNotFoundError:
+        where = {}
     return {
         "kernels": kernels,
         "default": list(REFERENCE),
         "hold_s": float(os.environ.get("AKA_JUDGE_HOLD_S", "0.2")),
+        "hold_s_where": where,
     }
 
 

@@ -64,9 +64,10 @@ def campaigns_file(path: Path, names: list[str]) -> Path:
     return path
 
 
-def env() -> dict[str, str]:
+def env(hold_file: Path | None = None) -> dict[str, str]:
     return {
         **os.environ,
+        **({"AKA_JUDGE_HOLD_WHERE_FILE": str(hold_file)} if hold_file else {}),
         "AKA_GRAPH_CONTEXT_FACTORY": "fleet_context:make_context",
         "PYTHONPATH": os.pathsep.join([str(HERE), str(REPO), os.environ.get("PYTHONPATH", "")]),
     }
@@ -172,6 +173,7 @@ def test_twenty_campaigns_two_coordinators_one_killed_one_host_lost(
             "--database-url",
             reference_url,
         )
+        monkeypatch.setenv("AKA_DATABASE_URL", reference_url)  # as the coordinator sets it; undone after
         settings = CoordinatorSettings(
             database_url=reference_url, hosts=load_hosts(hosts.hosts_file), lease_ttl_s=5, poll_s=0.1
         )
@@ -209,11 +211,13 @@ def test_twenty_campaigns_two_coordinators_one_killed_one_host_lost(
         "--concurrency",
         "4",
     ]
+    hold_file = tmp_path / "hold.json"  # while it exists, judge jobs on h2 hold their GPU for 5 s
+    hold_file.write_text(json.dumps({"/h2/": 5}))
     logs = [open(tmp_path / f"coordinator{i}.log", "w") for i in range(2)]  # noqa: SIM115
     coordinators = [
         subprocess.Popen(
             [sys.executable, "-m", "aka_graph", *work],
-            env=env(),
+            env=env(hold_file),
             cwd=REPO,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -251,14 +255,14 @@ def test_twenty_campaigns_two_coordinators_one_killed_one_host_lost(
         assert orphans
 
         # then lose host h2 in the middle of a job, and bring it back once it has been drained
+        remote_tmp = tmp_path / "hosts" / "h2" / "tmp"
+        killed_at = time.time()  # (a job the dead coordinator left on h2 does not count)
         wait_for(
-            "a job on h2",
-            lambda: query(
-                pool,
-                "select id from fleet_gpu_leases where host = 'h2' and ended_at is null and job <> 'health'",
-            ),
+            "a judge job running on h2",
+            lambda: [p for p in remote_tmp.glob("aka-job-*/work/started") if p.stat().st_mtime > killed_at],
         )
         hosts.servers["h2"].kill_hard()
+        hold_file.unlink()
         wait_for(
             "h2 drained",
             lambda: query(pool, "select id from fleet_host_events where host = 'h2' and event = 'drained'"),
