@@ -280,3 +280,24 @@ def test_incomplete_beta_keeps_relative_accuracy_in_both_tails(a: int, b: int, x
     """Each side of the mean uses its own continued fraction (the other converges slowly and loses a tiny
     tail to cancellation): kills a swapped or removed branch choice."""
     assert _reg_inc_beta(a, b, x) == pytest.approx(_binomial_tail(a, b, x), rel=1e-9, abs=1e-300)
+
+
+@pytest.mark.parametrize(
+    ("small", "median"),
+    [
+        ([1.2, 1.0, 1.04, 1.1, 0.9], 1.04),  # five repeats: the third smallest
+        ([1.2, 1.0, 1.02, 1.04], 1.03),  # four repeats: mean of the two middle ones
+    ],
+)
+def test_guard_median_over_more_repeats(small: list[float], median: float) -> None:
+    v = verdict(_two_shapes(small), regression_guard_pct=50.0)
+    assert v.worst_shape == "small"
+    assert v.worst_shape_regression_pct == pytest.approx((median - 1.0) * 100, abs=1e-9)
+
+
+def test_each_repeat_pairs_only_the_workloads_measured_in_it() -> None:
+    """Repeat 1 lacks workload `b`: its ratio is `a`'s alone (kills pairing across repeats)."""
+    rounds = abba([{"a": 100.0, "b": 10.0}, {"a": 100.0}], [{"a": 50.0, "b": 10.0}, {"a": 80.0}])
+    geo, per_shape = per_repeat_ratios(rounds, "A", "B")
+    assert geo == pytest.approx([math.sqrt(0.5), 0.8])
+    assert per_shape == {"a": pytest.approx([0.5, 0.8]), "b": pytest.approx([1.0])}
