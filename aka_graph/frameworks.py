@@ -98,6 +98,39 @@ FRAMEWORKS: dict[str, Framework] = {
 }
 
 
+REFERENCE_FILE = "kernel.py"  # V0: the verbatim PyTorch reference (and the file of unknown frameworks)
+SOLUTION_FILE = "solution.json"
+
+
+def candidate_files(framework_name: str) -> tuple[str, ...]:
+    """The files one candidate of `framework_name` consists of, entry file first: what is frozen,
+    diffed for the policy review, promoted and submitted. `solution.json` (optional for Python
+    frameworks) always travels with it; PyTorch and unknown names: kernel.py."""
+    return tuple(dict.fromkeys((*declared_files(framework_name), SOLUTION_FILE)))
+
+
+def entry_file(framework_name: str) -> str:
+    """The file without which there is no candidate (the agent is asked again when it is missing)."""
+    return candidate_files(framework_name)[0]
+
+
+def declared_files(framework_name: str) -> tuple[str, ...]:
+    """The files the framework says the agent writes (`Framework.files`; PyTorch: kernel.py)."""
+    fw = FRAMEWORKS.get(framework_name)
+    return fw.files if fw else (REFERENCE_FILE,)
+
+
+def editable_files(framework_name: str) -> list[str]:
+    """What an agent of a `framework_name` campaign may edit: the framework's files, and the V0
+    reference kernel.py, which a non-Python candidate (CUDA) replaces or deletes."""
+    return list(dict.fromkeys((*declared_files(framework_name), REFERENCE_FILE)))
+
+
+def files_line(framework_name: str) -> str:
+    """The candidate's files as the prompts name them ("kernel.cu and solution.json")."""
+    return " and ".join(declared_files(framework_name))
+
+
 def framework(name: str) -> Framework:
     try:
         return FRAMEWORKS[name]

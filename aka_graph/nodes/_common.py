@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from aka_graph.cli_agents.base import AgentBackend, AgentResult, AgentRun, BudgetExceeded, TokenUsage
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.edges import budget_left as budget_left  # one definition (the routing's), re-exported
+from aka_graph.frameworks import candidate_files
 from aka_graph.nodes.eval_timeout import evaluation_timeout_s
 from aka_graph.nodes.privacy_guard import CampaignPrivacy, privacy_of
 from aka_graph.state import CampaignState, EnvironmentBlock, Incumbent
@@ -117,15 +118,22 @@ def save_json(data: Any, path: Path) -> Path:
     return path
 
 
-def freeze_kernel(src_dir: Path, dest: Path) -> Path:
-    """Copy a kernel directory's `kernel.py` (+ `solution.json`) to a fixed place that nothing edits."""
+def freeze_kernel(src_dir: Path, dest: Path, framework: str = "pytorch") -> Path:
+    """Copy a kernel directory's candidate files (`frameworks.candidate_files`: kernel.py, or kernel.cu,
+    + solution.json) to a fixed place that nothing edits."""
     dest.mkdir(parents=True, exist_ok=True)
-    for name in ("kernel.py", "solution.json"):
+    for name in candidate_files(framework):
         if (src_dir / name).is_file():
             shutil.copyfile(src_dir / name, dest / name)
         elif (dest / name).exists():
             (dest / name).unlink()
     return dest
+
+
+def kernel_overrides(editable: list[str], kernel_dir: Path, framework: str) -> dict[str, Path]:
+    """The workspace files a frozen candidate is squashed onto: its framework's candidate files that the
+    workspace lets the agent edit (kernel.py; kernel.cu + solution.json for CUDA), by the frozen copy."""
+    return {name: Path(kernel_dir) / name for name in candidate_files(framework) if name in editable}
 
 
 def environment_block(state: CampaignState, node: str, diagnostic: str) -> EnvironmentBlock | None:

@@ -1,7 +1,9 @@
 """The production policy review of one candidate kernel, shared by every node that can make an incumbent:
 V1 (before it is pinned) and `policy_review` (each passing trial that can be picked, best first).
 
-The review is an agent reading the diff against the incumbent; its first line must be `POLICY: PASS`.
+The review is first the framework-purity check (`frameworks.framework_purity`: a "CUDA" candidate whose
+main work is an ATen op fails without an agent), then an agent reading the diff against the incumbent;
+its first line must be `POLICY: PASS`.
 Each verdict is kept in the ledger per (episode, trial) with the kernel's sha256, so a re-run node reuses
 it instead of asking again.
 """
@@ -14,6 +16,7 @@ from pathlib import Path
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
+from aka_graph.frameworks import candidate_files, framework_purity
 from aka_graph.nodes._common import budget_left, isolated, ledger_of, run_agent
 from aka_graph.nodes.prompts import policy_prompt
 from aka_graph.state import CampaignState
@@ -29,10 +32,21 @@ class PolicyOutcome:
     sessions: int = 0
 
 
-def kernel_patch(incumbent_dir: Path, candidate_dir: Path) -> str:
-    old = (incumbent_dir / "kernel.py").read_text().splitlines(keepends=True)
-    new = (candidate_dir / "kernel.py").read_text().splitlines(keepends=True)
-    return "".join(difflib.unified_diff(old, new, "incumbent/kernel.py", "candidate/kernel.py"))
+def kernel_patch(incumbent_dir: Path, candidate_dir: Path, framework: str = "pytorch") -> str:
+    """The diff the reviewer reads: every candidate file of either side (`frameworks.candidate_files` of
+    the candidate's framework and the incumbent's kernel.py/solution.json: V1 of a CUDA campaign replaces
+    a Python reference with kernel.cu), a file absent on one side diffed against nothing."""
+    names = dict.fromkeys((*candidate_files("pytorch"), *candidate_files(framework)))
+    parts = []
+    for name in names:
+        old = _lines(incumbent_dir / name)
+        new = _lines(candidate_dir / name)
+        parts.append("".join(difflib.unified_diff(old, new, f"incumbent/{name}", f"candidate/{name}")))
+    return "".join(parts)
+
+
+def _lines(path: Path) -> list[str]:
+    return path.read_text().splitlines(keepends=True) if path.is_file() else []
 
 
 def policy_verdict(text: str) -> tuple[bool, str]:
@@ -67,9 +81,16 @@ def review_candidate(
     done = recorded_review(ledger, episode, trial, sha256)
     if done is not None:  # the node was interrupted after the review: its tokens were never counted
         return done
+    framework = state.episode_framework  # V1 (episode 0): the campaign's framework
+    impure = framework_purity(framework, candidate_dir)
+    if impure:  # the static check first: a kernel that is not its framework's needs no agent to reject it
+        reason = "; ".join(impure)[:1000]
+        ledger.record_decision(episode=episode, kind=kind, decision="fail",
+                               numbers={"tokens": 0, "sessions": 0}, candidate_sha256=sha256, message=reason)
+        return PolicyOutcome(False, reason)
     run = AgentRun(
         role="policy_reviewer",
-        prompt=policy_prompt(state, kernel_patch(incumbent_dir, candidate_dir)),
+        prompt=policy_prompt(state, kernel_patch(incumbent_dir, candidate_dir, framework)),
         cwd=cwd,
         effort="medium",
         timeout_s=state.config.agent_timeout_s,

@@ -12,6 +12,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
+from aka_graph.frameworks import entry_file, framework_purity
 from aka_graph.nodes._common import (
     budget_left,
     copy_reviews,
@@ -21,6 +22,7 @@ from aka_graph.nodes._common import (
     freeze_kernel,
     incumbent_from_record,
     isolated,
+    kernel_overrides,
     ledger_of,
     run_agent,
     save_result,
@@ -53,6 +55,8 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     version = state.next_version
+    framework = config.framework
+    entry = entry_file(framework)  # kernel.py, or kernel.cu for CUDA (frameworks.py)
     kernel_dir, marker = ws.layout.v1_kernel, ws.layout.v1_agent_done
     # tokens of a finished agent turn are in the state only if this node already returned (blocked) once
     counted = state.blocked is not None and state.blocked.node == "framework_baseline_v1"
@@ -95,7 +99,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
         run = isolated(state, run)
 
         def missing(_: AgentResult) -> str | None:
-            return None if (worktree / "kernel.py").is_file() else "kernel.py is missing"
+            return None if (worktree / entry).is_file() else f"{entry} is missing: write the kernel there"
 
         results, tokens = run_agent(
             ctx,
@@ -113,7 +117,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             set(digest_changes(before, ws.protected_digest(worktree)))
             | set(ws.candidate_diff(V1_EPISODE).forbidden)
         )
-        freeze_kernel(worktree, kernel_dir)
+        freeze_kernel(worktree, kernel_dir, framework)
         marker.write_text(json.dumps({"tokens": tokens, "sessions": sessions, "forbidden": forbidden}))
     elif not counted:  # crash after the agent turn: its tokens were never added to the state
         done = json.loads(marker.read_text())
@@ -121,7 +125,17 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     else:
         forbidden = json.loads(marker.read_text())["forbidden"]
     spent = {"tokens_spent": tokens, "agent_sessions": sessions}
-    if forbidden:
+    impure = [] if forbidden else framework_purity(framework, kernel_dir)
+    if impure:  # every mode: a V1 that is not a kernel of its framework is never evaluated nor pinned
+        record = VersionRecord(
+            version=version,
+            kind="v1",
+            decision="policy_rejected",
+            framework=framework,
+            reason="; ".join(impure)[:1000],
+            quality_gate=QualityGate(passed=False, checks={"framework_purity": False}),
+        )
+    elif forbidden:
         record = VersionRecord(
             version=version,
             kind="v1",
@@ -140,7 +154,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             episode=V1_EPISODE,
             trial=1,
             role="v1",
-            kernel_path=kernel_dir / "kernel.py",
+            kernel_path=kernel_dir / entry,
             result_path=path,
         )
         commit = None
@@ -173,9 +187,9 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             commit = ws.squash_promote(
                 V1_EPISODE,
                 f"V1: first {config.framework} kernel",
-                overrides={"kernel.py": kernel_dir / "kernel.py"},
+                overrides=kernel_overrides(ws.editable_files, kernel_dir, framework),
             )
-            freeze_kernel(kernel_dir, ws.layout.frozen_version(version))
+            freeze_kernel(kernel_dir, ws.layout.frozen_version(version), framework)
         record = VersionRecord.from_evaluation(
             version,
             "v1",

@@ -1,7 +1,9 @@
 """implement: one agent turn (with handoff resumes) in the episode's worktree, producing one trial.
 
 The worktree is reset to the episode branch's last snapshot first, so a turn re-run after a crash starts
-from exactly where the interrupted one did. Edits outside the editable files reject the trial unevaluated.
+from exactly where the interrupted one did. Edits outside the editable files reject the trial unevaluated,
+and so does a kernel whose main work is not in the episode's framework (`frameworks.framework_purity`:
+status IMPURE, recorded as policy_rejected).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
+from aka_graph.frameworks import entry_file, framework_purity
 from aka_graph.nodes._common import (
     budget_left,
     copy_reviews,
@@ -30,6 +33,8 @@ from aka_graph.tasks.campaign import freeze_editable, guard_for, prepare_worktre
 from aka_graph.tasks.seeding import TREE_DIR
 from aka_graph.tools.records.workspace import digest_changes
 
+IMPURE = "IMPURE"  # a trial whose main work is not in the episode's framework (frameworks.py purity)
+
 
 def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
@@ -37,6 +42,8 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     ws = workspace_of(ctx, state)
     ledger = ledger_of(ws)
     episode, trial = state.episode, state.trial + 1
+    framework = state.episode_framework
+    entry = entry_file(framework)  # kernel.py, or kernel.cu for CUDA (frameworks.py)
     worktree = ws.create_episode(episode)
     task = task_of(state.target)
     guard = None
@@ -67,7 +74,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     def missing(_: AgentResult) -> str | None:
         if task is not None:
             return None
-        return None if (worktree / "kernel.py").is_file() else "kernel.py is missing: write the kernel there"
+        return None if (worktree / entry).is_file() else f"{entry} is missing: write the kernel there"
 
     results, tokens = run_agent(
         ctx,
@@ -94,14 +101,18 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
     elif last is not None and last.stopped:  # the token budget ran out mid-turn: nothing to evaluate
         record.status, record.message = "BUDGET_STOPPED", last.error
         ws.create_episode(episode)
-    elif last is None or (task is None and not (worktree / "kernel.py").is_file()):
+    elif last is None or (task is None and not (worktree / entry).is_file()):
         record.status, record.message = "NO_KERNEL", last.error if last else "agent produced nothing"
     else:
         ws.snapshot_episode(episode, f"episode {episode} trial {trial}")
-        kernel_dir = (freeze_kernel(worktree, ws.layout.trial_kernel(episode, trial)) if task is None else
+        kernel_dir = (freeze_kernel(worktree, ws.layout.trial_kernel(episode, trial), framework)
+                      if task is None else
                       freeze_editable(task, worktree / TREE_DIR, ws.layout.trial_kernel(episode, trial)))
         record.kernel_dir = str(kernel_dir)
         record.message = "" if last.ok else f"agent ended badly: {last.error or last.exit_code}"
+        impure = framework_purity(framework, kernel_dir) if task is None else []
+        if impure:  # the static gate of every mode: not evaluated, recorded as policy_rejected by promote
+            record.status, record.message = IMPURE, "; ".join(impure)[:1000]
     emit(
         runtime,
         ctx,

@@ -16,6 +16,7 @@ from aka_graph.nodes._common import (
     ctx_of,
     emit,
     freeze_kernel,
+    kernel_overrides,
     ledger_of,
     load_result,
     update_live,
@@ -55,6 +56,8 @@ def memory_decision(state: CampaignState, decision: Decision) -> str:
         statuses = {t.status for t in state.trials}
         if statuses and statuses <= {"FORBIDDEN_EDIT"}:
             return "forbidden_edit"
+        if statuses and "IMPURE" in statuses and statuses <= {"IMPURE", "FORBIDDEN_EDIT"}:
+            return "policy_rejected"  # not a kernel of the episode's framework (implement's purity gate)
         if statuses & {"INCORRECT", "COMPILE_ERROR", "RUNTIME_ERROR", "TIMEOUT", "REWARD_HACK"}:
             return "incorrect"
         if statuses and statuses <= {"INFRA_ERROR"}:
@@ -91,12 +94,12 @@ def promote(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str
                 episode,
                 f"v{version}: promote episode {episode} trial {candidate.trial}",
                 overrides=promotion_overrides(task, Path(candidate.kernel_dir)) if task else
-                {"kernel.py": Path(candidate.kernel_dir) / "kernel.py"},
+                kernel_overrides(ws.editable_files, Path(candidate.kernel_dir), state.episode_framework),
             )
             if task is not None:
                 freeze_editable(task, Path(candidate.kernel_dir), frozen)
             else:
-                freeze_kernel(Path(candidate.kernel_dir), frozen)
+                freeze_kernel(Path(candidate.kernel_dir), frozen, state.episode_framework)
         experiments = [
             f"trial {t.trial}: {t.status} objective={t.objective} sha={(t.sha256 or '')[:12]} "
             f"{t.message[:200]}".rstrip()

@@ -2,17 +2,44 @@
 
 from __future__ import annotations
 
+from aka_graph.frameworks import FRAMEWORKS, entry_file, files_line
 from aka_graph.state import CampaignState, TrialRecord
 
-CONTRACT = (
-    "Edit only kernel.py (you may write notes under plans/ and profiles/). Never edit op/, memory/, "
-    "skills or harness files: the campaign hashes them and rejects the candidate if they change. "
-    "The campaign evaluates your kernel itself; your own timings are not used."
-)
+
+def contract(framework: str = "pytorch") -> str:
+    """What the agent may touch: the framework's files (frameworks.py), nothing the campaign hashes."""
+    return (
+        f"Edit only {files_line(framework)} (you may write notes under plans/ and profiles/). Never edit "
+        "op/, memory/, skills or harness files: the campaign hashes them and rejects the candidate if they "
+        "change. The campaign evaluates your kernel itself; your own timings are not used."
+    )
 
 
-def entry_point(state: CampaignState) -> str:
-    """What kernel.py must define, by operator format (what the evaluator will call)."""
+CONTRACT = contract()  # the PyTorch/Triton wording (kernel.py)
+
+
+def framework_line(framework: str) -> str:
+    """The framework's prompt fragment, its purity rule and its skill (empty for plain PyTorch)."""
+    fw = FRAMEWORKS.get(framework)
+    if fw is None:
+        return ""
+    return (
+        f"Framework: {fw.prompt_fragment}; {fw.purity_rule} (a candidate whose main work is a torch op is "
+        f"rejected unevaluated). Use the `{fw.skill}` skill."
+    )
+
+
+def entry_point(state: CampaignState, framework: str | None = None) -> str:
+    """What the candidate's entry file must define, by operator format and framework (what the evaluator
+    will call): kernel.py::run / Model, or kernel.cu::run for CUDA."""
+    entry = entry_file(framework or "pytorch")
+    if entry != "kernel.py" and state.target.op_format != "command":
+        return (
+            f"{entry} must define run(inputs..., outputs...) that writes the pre-allocated outputs in place "
+            "(destination-passing, torch::Tensor arguments in the order of op/definition.json); "
+            f"solution.json names {entry}::run as its entry point. kernel.py is the V0 PyTorch reference: "
+            "read it, do not submit it (you may delete it)."
+        )
     if state.target.op_format == "command":
         return (
             "This kernel lives in a source tree, tree/ (built, tested and benchmarked by its own commands, "
@@ -50,6 +77,7 @@ def _trial_lines(trials: list[TrialRecord]) -> str:
 
 def implement_prompt(state: CampaignState, trial: int) -> str:
     framework = state.episode_framework
+    files = files_line(framework)
     if state.converting:
         task = (
             f"Convert the incumbent kernel to {framework} at performance parity (within "
@@ -58,12 +86,12 @@ def implement_prompt(state: CampaignState, trial: int) -> str:
     elif state.episode_kind == "fast":
         task = (
             f"Fast episode {state.episode}, trial {trial} of {state.config.fast_trials}: make one focused "
-            f"change to kernel.py ({framework}) that should make it faster while staying correct."
+            f"change to {files} ({framework}) that should make it faster while staying correct."
         )
     else:
         task = (
             f"Full episode {state.episode}: profile, research and plan (plans/), then edit and repair "
-            f"kernel.py ({framework}) and hand off ONE candidate that is correct and faster."
+            f"{files} ({framework}) and hand off ONE candidate that is correct and faster."
         )
     reviews = [r for r in state.reviews.values() if r.episode == state.episode]
     review_text = "\n".join(f"- {r.reviewer}: {r.notes_path}" for r in reviews) or "- none"
@@ -71,7 +99,7 @@ def implement_prompt(state: CampaignState, trial: int) -> str:
         f"{task}\n\n{_incumbent_line(state)}\nOperator: {state.target.op_name} on {state.target.platform} "
         f"({state.target.arch}). Public operator files are in op/, past versions in memory/.\n\n"
         f"Trials so far:\n{_trial_lines(state.trials)}\n\nReviewer notes:\n{review_text}\n\n"
-        f"{entry_point(state)} {CONTRACT}\n"
+        f"{entry_point(state, framework)} {contract(framework)}\n{framework_line(framework)}\n"
         "When done, reply with a short summary of what you changed and why."
     )
 
@@ -80,7 +108,8 @@ def plan_prompt(state: CampaignState, episode: int, plan_path: str) -> str:
     return (
         f"Plan episode {episode} for operator {state.target.op_name} ({state.episode_framework} on "
         f"{state.target.platform}). {_incumbent_line(state)} Read memory/ for what was tried. Write the plan "
-        f"(hypotheses, experiments, risks) to {plan_path}. Do not edit kernel.py in this turn.\n{CONTRACT}"
+        f"(hypotheses, experiments, risks) to {plan_path}. Do not edit "
+        f"{files_line(state.episode_framework)} in this turn.\n{contract(state.episode_framework)}"
     )
 
 
@@ -119,11 +148,15 @@ def v1_prompt(state: CampaignState, smoke: list[str]) -> str:
     else:
         shapes = ", ".join(smoke) if smoke else "a few shapes"
         smoke_line = f"Smoke-test on the workloads {shapes} (fast, median and slow for the reference). "
+    framework = state.config.framework
+    fw = FRAMEWORKS.get(framework)
+    how = f"{fw.v1_instructions} " if fw else ""
     return (
-        f"Write a first {state.config.framework}-native kernel for {state.target.op_name} in kernel.py, "
-        f"replacing the PyTorch reference. Correctness first: match the reference on every shape in op/. "
-        f"{smoke_line}"
-        f"{_incumbent_line(state)}\n{entry_point(state)} {CONTRACT}"
+        f"Write a first {framework}-native kernel for {state.target.op_name} in {files_line(framework)}, "
+        f"replacing the PyTorch reference. {how}Correctness first: match the reference on every shape in "
+        f"op/. {smoke_line}"
+        f"{_incumbent_line(state)}\n{entry_point(state, framework)} {contract(framework)}\n"
+        f"{framework_line(framework)}"
     )
 
 

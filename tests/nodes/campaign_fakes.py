@@ -46,8 +46,20 @@ STANDARD_SCRIPT: dict[str, dict[str, tuple[str, float]]] = {
 }
 
 
-def fake_kernel(status: str, latency: float, tag: str) -> str:
-    return f"# fake: status={status} latency={latency}\n# {tag}\ndef run(*args):\n    pass\n"
+# the decorator that makes a fake kernel pure for its framework (frameworks.framework_purity reads the AST;
+# the fake evaluator never imports the kernel)
+KERNEL_DECORATOR = {"triton": "triton.jit", "gluon": "gluon.jit", "cute_dsl": "cute.kernel"}
+
+
+def fake_kernel(
+    status: str, latency: float, tag: str, framework: str = "triton", torch_only: bool = False
+) -> str:
+    """A fake kernel whose work is in `framework`'s kernel (or, `torch_only`, in a torch op: impure)."""
+    head = f"# fake: status={status} latency={latency}\n# {tag}\n"
+    if torch_only:
+        return head + "import torch\n\n\ndef run(x, out):\n    out.copy_(torch.softmax(x, -1))\n"
+    decorator = KERNEL_DECORATOR.get(framework, "triton.jit")
+    return head + f"\n@{decorator}\ndef _kernel():\n    pass\n\n\ndef run(*args):\n    _kernel[(1,)]()\n"
 
 
 def parse_kernel(text: str) -> tuple[str, float]:
@@ -230,9 +242,12 @@ class FakeAgent:
         forbidden_on: tuple[str, str] | None = None,
         log: Path | None = None,
         policy_fail: frozenset[tuple[str, str]] = frozenset(),
+        torch_only: frozenset[tuple[str, str]] = frozenset(),
     ) -> None:
-        """`policy_fail`: the (episode, trial) labels whose policy review answers FAIL."""
+        """`policy_fail`: the (episode, trial) labels whose policy review answers FAIL; `torch_only`: those
+        whose kernel does its work in torch (not a kernel of the campaign's framework)."""
         self.name = name
+        self.torch_only = torch_only
         self.policy_fail = policy_fail
         self.script = script or STANDARD_SCRIPT
         self.forbidden_on = forbidden_on
@@ -282,7 +297,8 @@ class FakeAgent:
         if run.role == "implementer":
             status, latency = self.script.get(episode, {}).get(trial, ("PASS", 100.0))
             (run.cwd / "kernel.py").write_text(
-                fake_kernel(status, latency, f"episode {episode} trial {trial}")
+                fake_kernel(status, latency, f"episode {episode} trial {trial}",
+                            run.labels.get("framework", "triton"), (episode, trial) in self.torch_only)
             )
             if self.forbidden_on == (episode, trial):
                 (run.cwd / "op" / "definition.json").write_text("{}")

@@ -25,6 +25,7 @@ from typing import Literal
 import git
 from pydantic import BaseModel
 
+from aka_graph.frameworks import editable_files
 from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, SOL_FILES, campaign_dir_name
 from aka_graph.tools.records.layout import MARKER_FILE, CampaignLayout
 
@@ -124,7 +125,8 @@ class CampaignWorkspace:
         self.identity = identity
         self.repo = git.Repo(root)
         self.campaign_branch = CAMPAIGN_BRANCH
-        self.editable_files: list[str] = ["kernel.py"]
+        # the campaign framework's files (frameworks.py); a command task replaces them with its own
+        self.editable_files: list[str] = editable_files(str(identity.get("framework", "pytorch")))
         # called with (repository dir, sha) after every commit made here (production: the leak guard)
         self.on_commit: Callable[[Path, str], None] | None = None
         self.protected_patterns: list[str] = list(PROTECTED_PATTERNS)
