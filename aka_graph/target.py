@@ -164,10 +164,25 @@ def resolve_platform(platform: str | None, detected_gpu: str | None) -> tuple[st
     return safe_name(platform or arch.name), arch.arch, tuple(frameworks_for(arch))
 
 
+def check_operator(op_dir: Path, op_format: str) -> None:
+    """Load the operator as the evaluator will (torch-free), so a malformed one is the user's error before
+    the campaign starts, with the file, the problem and the fix, not an INFRA_ERROR at V0."""
+    if op_format not in ("sol", "native"):
+        return
+    from aka_graph.tools.evaluator.harness.loading import load_operator
+    from aka_graph.tools.evaluator.harness.opmodel import OperatorError as HarnessOperatorError
+
+    try:
+        load_operator(Path(op_dir))
+    except HarnessOperatorError as e:
+        raise OperatorError(str(e)) from e
+
+
 def resolve_target(config: Any, sandbox: Any, *, check_framework: bool = True) -> CampaignTarget:
     """The campaign `config` (a CampaignConfig) describes, on the GPU `sandbox` reaches."""
     op_dir = Path(config.op_dir).resolve()
     op_name, op_format = operator_identity(op_dir)
+    check_operator(op_dir, op_format)
     platform, arch, frameworks = resolve_platform(config.platform, detect_gpu(sandbox, config.platform))
     if check_framework and config.framework not in frameworks:
         raise UnsupportedFramework(

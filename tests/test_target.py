@@ -30,10 +30,17 @@ class CountingSandbox:
         return HealthReport(healthy=True, device={"name": self.gpu})
 
 
-def sol_operator(root: Path, name: str = "rms norm") -> Path:
+def sol_operator(root: Path, name: str = "rms norm", shape: tuple[str, ...] = ("n",)) -> Path:
     root.mkdir(parents=True)
-    (root / "definition.json").write_text(json.dumps({"name": name}))
-    (root / "workload.jsonl").write_text("")
+    definition = {
+        "name": name,
+        "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": list(shape), "dtype": "float32"}},
+        "outputs": {"y": {"shape": list(shape), "dtype": "float32"}},
+        "reference": "def run(x):\n    return x\n",
+    }
+    (root / "definition.json").write_text(json.dumps(definition))
+    (root / "workload.jsonl").write_text(json.dumps({"uuid": "w", "axes": {"n": 4}, "inputs": {}}) + "\n")
     return root
 
 
@@ -90,3 +97,9 @@ def test_the_operator_format_is_told_by_its_files(tmp_path: Path) -> None:
     (tmp_path / "bad" / "workload.jsonl").write_text("")
     with pytest.raises(OperatorError, match="must hold a JSON object"):
         operator_identity(tmp_path / "bad")
+
+
+def test_a_malformed_operator_is_refused_before_the_campaign_starts(tmp_path: Path) -> None:
+    op = sol_operator(tmp_path / "op", name="rope", shape=("n", "heads"))
+    with pytest.raises(OperatorError, match="heads"):
+        resolve_target(CampaignConfig(op_dir=str(op), platform="cpu"), CountingSandbox(gpu="cpu"))
