@@ -63,8 +63,15 @@ class Evaluator(Protocol):
     ) -> ComparisonResult: ...
 
 
+@dataclass(frozen=True)
 class HarnessEvaluator:
-    """The real evaluator: A1's coordinator-side functions."""
+    """The real evaluator: the coordinator-side functions that run the GPU-side harness in a sandbox job.
+
+    `blob_root` (where workloads' safetensors blobs live) and `all_workloads` (no CPU subset) are the
+    campaign's settings for every evaluation it makes, so they are fixed when the evaluator is built."""
+
+    blob_root: Path | None = None
+    all_workloads: bool = False
 
     def evaluate(
         self,
@@ -91,6 +98,8 @@ class HarnessEvaluator:
             gpu_index=gpu_index,
             device=device,
             private_shapes=private_shapes,  # production: the harness withholds its messages
+            blob_root=self.blob_root,
+            all_workloads=self.all_workloads,
         )
 
     def compare(
@@ -122,6 +131,8 @@ class HarnessEvaluator:
             gpu_index=gpu_index,
             device=device,
             private_shapes=private_shapes,  # production: the harness withholds its messages
+            blob_root=self.blob_root,
+            all_workloads=self.all_workloads,
         )
 
 
@@ -217,7 +228,12 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
         sandbox=make_sandbox(spec),
         agent=make_backend(config.agent_cli, replay_script=replay),
         reviewers={name: make_backend(name, replay_script=replay) for name in config.reviewers},
-        evaluator=CommandTaskEvaluator() if is_command_task(Path(config.op_dir)) else HarnessEvaluator(),
+        evaluator=CommandTaskEvaluator()
+        if is_command_task(Path(config.op_dir))
+        else HarnessEvaluator(
+            blob_root=Path(config.blob_root).resolve() if config.blob_root else None,
+            all_workloads=config.all_workloads,
+        ),
         skills_dir=default_skills_dir(),
     )
 

@@ -106,6 +106,15 @@ class CampaignConfig(BaseModel):
     )
     seeds: int = Field(default=3, ge=1, description="Correctness seeds per evaluation.")
     device: str = Field(default="auto", description="Harness device: auto, cuda or cpu.")
+    blob_root: str | None = Field(
+        default=None,
+        description="Dataset directory that workloads' safetensors input paths are relative to.",
+    )
+    all_workloads: bool = Field(
+        default=False,
+        description="On a host without a GPU, evaluate every workload (default: a stated representative "
+        "subset within the interpreter's work cap).",
+    )
     workspace: str = Field(
         default=".",
         description="Parent of checkpoints/ and of the campaign directory kernel_opt_<op>_<fw>_<platform>.",
