@@ -47,6 +47,7 @@ class CoordinatorSettings:
     lease_ttl_s: float = 60.0  # a dead coordinator's campaigns and GPUs are free after this
     poll_s: float = 2.0  # how often an idle coordinator looks for work
     probe_interval_s: float = 30.0  # how often a drained host is probed
+    max_failures: int = 3  # attempts that raise before a campaign is marked failed
     holder: str = field(
         default_factory=lambda: f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
     )
@@ -144,10 +145,12 @@ class Coordinator:
             # let go of it if the database still says it is ours (the loss was this process's view)
             self.registry.end(cid, holder, "running", "lease lost by its coordinator; taken over")
             state = None
-        except Exception as e:
-            log.exception("campaign %s failed", cid)
-            self.registry.end(cid, holder, "failed", f"{type(e).__name__}: {e}"[:2000])
-            state = "failed"
+        except Exception as e:  # a crash of this attempt: resumed from the checkpoint, up to max_failures
+            log.exception("campaign %s: attempt failed", cid)
+            message = f"{type(e).__name__}: {e}"[:2000]
+            state = self.registry.fail(cid, holder, message, self.settings.max_failures)
+            if state != "failed":
+                state = None
         if state is not None:
             self.finished.append(cid)
         self._wake.set()

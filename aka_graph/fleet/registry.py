@@ -105,7 +105,7 @@ class Registry:
         where, args = ("id = any(%s)", [ids]) if ids is not None else ("true", [])
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "update fleet_campaigns set state = 'queued', stop_requested = false, holder = null, "
+                "update fleet_campaigns set state = 'queued', stop_requested = false, holder = null, failures = 0, "
                 f"expires_at = null, updated_at = clock_timestamp() where state in ('stopped', 'failed') "
                 f"and {where} returning id",
                 args,
@@ -189,6 +189,19 @@ class Registry:
                 {**fields, "state": state, "message": message, "id": campaign_id, "holder": holder},
             ).fetchone()
         return row is not None
+
+    def fail(self, campaign_id: str, holder: str, message: str, max_failures: int) -> str | None:
+        """An attempt raised: queue the campaign again (it resumes from its checkpoint, the failed node
+        re-runs) until it has failed `max_failures` times, then mark it failed. Returns the new state."""
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                "update fleet_campaigns set failures = failures + 1, holder = null, expires_at = null, "
+                "state = case when failures + 1 >= %(max)s then 'failed' else 'queued' end, "
+                "message = %(message)s, updated_at = clock_timestamp() "
+                "where id = %(id)s and holder = %(holder)s returning state",
+                {"max": max_failures, "message": message, "id": campaign_id, "holder": holder},
+            ).fetchone()
+        return row["state"] if row else None
 
     # -- reading ------------------------------------------------------------------------------------
 

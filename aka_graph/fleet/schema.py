@@ -148,6 +148,10 @@ MIGRATIONS: list[tuple[str, str]] = [
         );
         """,
     ),
+    (
+        "campaign failures: a crashed attempt is retried from its checkpoint before the campaign fails",
+        "alter table fleet_campaigns add column failures integer not null default 0;",
+    ),
 ]
 
 

@@ -99,3 +99,17 @@ def test_stop_and_resume(pool: ConnectionPool) -> None:
     assert registry.requeue(["orphan"]) == ["orphan"]
     lease = registry.take("coord", 60)
     assert lease is not None and lease.campaign_id == "orphan"
+
+
+def test_a_crashed_attempt_is_retried_then_the_campaign_fails(pool: ConnectionPool) -> None:
+    registry = Registry(pool)
+    registry.submit("c1", "op", "triton", SPEC)
+    for attempt in (1, 2):
+        assert registry.take("coord", 60) is not None
+        assert registry.fail("c1", "coord", f"SystemError: attempt {attempt}", max_failures=3) == "queued"
+    assert registry.take("other", 60) is not None
+    assert registry.fail("c1", "coord", "late report from a coordinator that lost it", 3) is None
+    assert registry.fail("c1", "other", "SystemError: attempt 3", max_failures=3) == "failed"
+    (row,) = registry.rows()
+    assert (row.state, row.message) == ("failed", "SystemError: attempt 3")
+    assert registry.take("coord", 60) is None and registry.requeue(["c1"]) == ["c1"]
