@@ -280,3 +280,28 @@ def test_outputs_of_three_dimensions_are_checked_as_rows_and_features() -> None:
     """The last feature never computed in a [8, 50, 128] output: 0.78 % of elements, one column."""
     v = check_output("y", _near_misses((8, 50, 128), (Ellipsis, 127)), torch.ones(8, 50, 128), TOL)
     assert not v.ok and "columns are mostly wrong" in v.message
+
+
+def test_shape_and_dtype_mismatches_fail() -> None:
+    """The message alone is not the verdict: both must come back not ok, with no error numbers."""
+    for got in (torch.zeros(3, 2), torch.zeros(2, 3, dtype=torch.float16)):
+        v = check_output("y", got, torch.zeros(2, 3), TOL)
+        assert not v.ok and v.max_abs is None and v.max_rel is None
+
+
+def test_empty_outputs_report_zero_errors() -> None:
+    v = check_output("y", torch.empty(0), torch.empty(0), TOL)
+    assert (v.ok, v.max_abs, v.max_rel, v.message) == (True, 0.0, 0.0, "")
+
+
+def test_the_ratio_message_names_the_required_share() -> None:
+    ref = torch.ones(4)
+    v = check_output("y", _near_misses((4,), (slice(0, 2),)), ref, Tolerance(matched_ratio=0.75))
+    assert "need 75% (max abs error 0.05)" in v.message
+
+
+def test_a_window_check_covers_an_output_of_exactly_one_window() -> None:
+    """128 elements, the last 64 missed: a skipped tail even where a lax ratio (50 %) forgives them."""
+    got = _near_misses((128,), (slice(64, None),))
+    v = check_output("y", got, torch.ones(128), Tolerance(matched_ratio=0.5))
+    assert not v.ok and "64 of 128 consecutive elements" in v.message
