@@ -105,9 +105,9 @@ class Registry:
         where, args = ("id = any(%s)", [ids]) if ids is not None else ("true", [])
         with self.pool.connection() as conn:
             rows = conn.execute(
-                "update fleet_campaigns set state = 'queued', stop_requested = false, holder = null, failures = 0, "
-                f"expires_at = null, updated_at = clock_timestamp() where state in ('stopped', 'failed') "
-                f"and {where} returning id",
+                "update fleet_campaigns set state = 'queued', stop_requested = false, holder = null, "
+                "failures = 0, expires_at = null, updated_at = clock_timestamp() "
+                f"where state in ('stopped', 'failed') and {where} returning id",
                 args,
             ).fetchall()
         return sorted(r["id"] for r in rows)
