@@ -68,6 +68,16 @@ def parse_kernel(text: str) -> tuple[str, float]:
     return fields.get("status", "PASS"), float(fields.get("latency", 100.0))
 
 
+def entry_source(kernel_dir: Path) -> bytes:
+    """The candidate's entry file as the real harness finds it: solution.json's entry point (kernel.cu
+    for a CUDA candidate), else kernel.py."""
+    solution = Path(kernel_dir) / "solution.json"
+    entry = "kernel.py"
+    if solution.is_file():
+        entry = str(json.loads(solution.read_text()).get("spec", {}).get("entry_point", entry)).split("::")[0]
+    return (Path(kernel_dir) / entry).read_bytes()
+
+
 class FakeSandbox:
     """Runs jobs as local subprocesses; `outage(n)` makes the next n health probes fail."""
 
@@ -149,7 +159,7 @@ class FakeEvaluator:
         self.evaluated: list[str] = []
 
     def _result(self, kernel_dir: Path) -> EvaluationResult:
-        data = (kernel_dir / "kernel.py").read_bytes()
+        data = entry_source(kernel_dir)
         status, latency = self.classify(data.decode())
         workloads = [
             WorkloadResult(
