@@ -23,7 +23,7 @@ from aka_graph.tools.records.layout import CampaignLayout
 from aka_graph.tools.records.memory import read_version_records
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "aka_graph" / "examples" / "rmsnorm_cuda"
-REPLAY = EXAMPLE / "replay.json"
+REPLAY = EXAMPLE / "replay_cuda.json"
 
 
 def cuda_target(op_dir: Path = EXAMPLE) -> CampaignTarget:
