@@ -1,0 +1,53 @@
+"""Issue 10 on the H200: a replay-backend campaign with `--framework cuda` goes V0 (the PyTorch reference)
+-> V1 (a CUDA C++ baseline, kernel.cu built as a torch extension by nvcc) -> one promoted episode (a
+faster kernel.cu), and writes its report and a submission with kernel.cu inlined. Prints the versions.
+
+Run: python3 -m pytest -m gpu tests/gpu/test_cuda_campaign_gpu.py -v -s"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.gpu
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLE = REPO / "aka_graph" / "examples" / "rmsnorm_cuda"
+
+
+def test_cuda_campaign_pins_a_cuda_v1_and_promotes_one_episode(tmp_path: Path) -> None:
+    if shutil.which("nvcc") is None:
+        pytest.skip("needs nvcc on PATH (the CUDA candidate is built as a torch extension)")
+    argv = [
+        sys.executable, "-m", "aka_graph", "run",
+        "--op-dir", str(EXAMPLE), "--framework", "cuda", "--v1", "always",
+        "--agent-cli", "replay", "--replay-script", str(EXAMPLE / "replay_cuda.json"),
+        "--platform", "H200", "--max-iters", "1", "--fast-episodes", "1", "--fast-trials", "1",
+        "--seeds", "1", "--workspace", str(tmp_path / "ws"),
+    ]
+    proc = subprocess.run(argv, cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=560)
+    print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
+    roots = sorted((tmp_path / "ws").glob("kernel_opt_rmsnorm_h2048_bf16_cuda_*"))
+    assert roots, f"no campaign workspace (exit {proc.returncode})"
+    root = roots[0]
+    records = [json.loads(p.read_text()) for p in sorted((root / "memory").glob("v*.json"))]
+    print("\nversion | kind | decision | framework | objective | reason")
+    for r in records:
+        cells = (r["kind"], r["decision"], r.get("framework"), r.get("objective"), str(r.get("reason"))[:120])
+        print(f"v{r['version']} | " + " | ".join(str(c) for c in cells))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    decisions = [(r["version"], r["kind"], r["decision"]) for r in records]
+    assert decisions == [(0, "v0", "baseline"), (1, "v1", "pinned"), (2, "episode", "promoted")], decisions
+    assert records[1]["framework"] == "cuda" and records[2]["framework"] == "cuda"
+    assert records[2]["objective"] < records[1]["objective"]
+    assert (root / "report" / "report.md").is_file()
+    submission = json.loads((root / "submission.json").read_text())
+    assert submission["spec"]["languages"] == ["cuda_cpp"]
+    assert submission["spec"]["entry_point"] == "kernel.cu::run"
+    assert "rmsnorm_row_vec" in submission["sources"][0]["content"]  # the promoted one-pass kernel
