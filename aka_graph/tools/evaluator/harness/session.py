@@ -206,8 +206,9 @@ class Session:
             result = [*result, *(inputs[i] for i in self.contract["compared"])]  # inputs updated in place
             outs.append(result)
             if n == 0 and self.spec is not None:
-                moved = tensor_bytes(inputs) + tensor_bytes(result)
-                self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs))
+                written = tensor_bytes(result)
+                moved = tensor_bytes(inputs) + written
+                self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs), written)
         return outs, digests
 
     def output_name(self, j: int) -> str:

@@ -1,5 +1,10 @@
 """Speed of light per workload: bytes moved (inputs + outputs) and FLOPs (torch's flop counter on the
-reference) against the GPU's peaks. The hard bound uses datasheet peaks; utilization uses measured ones."""
+reference) against the GPU's peaks. Utilization uses measured ceilings and every byte of the inputs and
+outputs (the usual SOL estimate). The hard bound, below which a time is a bug or a cheat, must be a true
+lower bound of the work: datasheet peaks, the FLOPs the reference executed, and only the bytes that must be
+*written* — an honest kernel need not read every input byte (an MoE layer reads the routed experts only, a
+paged-attention kernel the used pages, an expanded input is one row), so counting them flagged honest work
+on the H200 (an MoE problem with 12.9 GB of expert weights, 0.4 GB of them routed)."""
 
 from __future__ import annotations
 
@@ -34,13 +39,18 @@ def dtype_class(values: list[Any]) -> str:
     return {torch.bfloat16: "bf16", torch.float16: "fp16"}.get(widest, "fp32")
 
 
-def bound(spec: GpuSpec, bytes_moved: int, flops: int, dclass: str) -> SolBound:
-    def at(bw: float, tflops: float) -> float:
-        return max(bytes_moved / bw, flops / (tflops * 1e12)) * 1e6
+def bound(spec: GpuSpec, bytes_moved: int, flops: int, dclass: str, bytes_written: int | None = None
+          ) -> SolBound:
+    """`bytes_moved`: inputs + outputs (utilization); `bytes_written`: the outputs alone (the hard bound;
+    None: the same as bytes_moved, for callers that know every byte must move)."""
 
-    measured = at(spec.bandwidth(True), spec.tflops(dclass, True))
+    def at(nbytes: int, bw: float, tflops: float) -> float:
+        return max(nbytes / bw, flops / (tflops * 1e12)) * 1e6
+
+    measured = at(bytes_moved, spec.bandwidth(True), spec.tflops(dclass, True))
     fastest_math = max(spec.datasheet_tflops.values())
-    hard = at(spec.datasheet_bw, fastest_math)
+    written = bytes_moved if bytes_written is None else bytes_written
+    hard = at(written, spec.datasheet_bw, fastest_math)
     return SolBound(bytes_moved, flops, measured, hard)
 
 
