@@ -291,8 +291,11 @@ class Bench:
         """Random finite garbage (not NaN) into copy k's outputs before the re-validation replay."""
         self._ensure()
         targets = self.outs[k] if self.runner.dps else (self.graph.outputs.get(k) if self.graph else None)
+        # an output that is an input updated in place (a KV cache the operator returns) holds the fresh
+        # values re-validation just wrote: poisoning it would change the very input the call must read
+        inputs = {v.untyped_storage().data_ptr() for v in self.copies[k] if isinstance(v, torch.Tensor)}
         for t in targets or []:
-            if type(t) is torch.Tensor:
+            if type(t) is torch.Tensor and t.untyped_storage().data_ptr() not in inputs:
                 random_poison_(writable(t))
 
     def replay(self, k: int) -> list[Any]:
