@@ -124,6 +124,7 @@ def run_command(quiet: bool = False, **given: Any) -> None:
             outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
             for each in outcomes:
                 print_outcome(each.values, each.status)
+            print_comparison(config, fws, outcomes)
             if any(each.status == "failed" for each in outcomes):
                 raise typer.Exit(EXIT_FAILED)
             if any(each.status == "stopped" for each in outcomes):
@@ -153,6 +154,17 @@ def register(app: typer.Typer) -> None:
     )
     command = with_parameters(run_command, [*config_parameters(CLI_NOTES), quiet])
     app.command("run", epilog=EXIT_CODES)(command)
+
+
+def print_comparison(config: Any, frameworks: list[str], outcomes: list[Any]) -> None:
+    """The per-framework campaigns side by side (`frameworks.md` beside their directories)."""
+    from aka_graph.tools.records.framework_comparison import write_comparison
+
+    campaigns = [(f, Path(o.values["workspace_root"])) for f, o in zip(frameworks, outcomes, strict=True)
+                 if o.values.get("workspace_root")]
+    if campaigns:
+        path = write_comparison(Path(config.workspace), campaigns)
+        typer.echo(f"\n{path.read_text()}frameworks compared: {path}")
 
 
 def print_outcome(values: dict[str, Any], status: str) -> None:
