@@ -11,8 +11,13 @@ from __future__ import annotations
 
 import ast
 import re
+import threading
 from dataclasses import dataclass
 from pathlib import Path
+
+# `run` without --framework (and the fleet) run campaigns in threads; two ast.parse calls at once raised
+# "SystemError: AST constructor recursion depth mismatch" under CPython 3.11.7
+_AST_LOCK = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -224,7 +229,8 @@ def purity_problems(framework_name: str, sources: dict[str, str]) -> list[str]:
             if not path.endswith(".py"):
                 continue
             try:
-                tree = ast.parse(text, path)
+                with _AST_LOCK:  # CPython 3.11's parser is not safe in concurrent threads
+                    tree = ast.parse(text, path)
             except SyntaxError:
                 continue  # the compile gate reports it
             decorators |= _decorators(tree)
@@ -240,6 +246,11 @@ def purity_problems(framework_name: str, sources: dict[str, str]) -> list[str]:
     if problems:
         problems.insert(0, f"not a {fw.display} kernel ({fw.purity_rule}):")
     return problems
+
+
+def purity_reason(problems: list[str]) -> str:
+    """`purity_problems` as one line for a record: the verdict, then every finding."""
+    return (problems[0] + " " + "; ".join(problems[1:])).strip() if problems else ""
 
 
 def candidate_sources(kernel_dir: Path) -> dict[str, str]:
