@@ -16,7 +16,7 @@ from pathlib import Path
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
-from aka_graph.frameworks import candidate_files, framework_purity
+from aka_graph.frameworks import candidate_files, framework_purity, purity_reason
 from aka_graph.nodes._common import budget_left, isolated, ledger_of, run_agent
 from aka_graph.nodes.prompts import policy_prompt
 from aka_graph.state import CampaignState
@@ -84,7 +84,7 @@ def review_candidate(
     framework = state.episode_framework  # V1 (episode 0): the campaign's framework
     impure = framework_purity(framework, candidate_dir)
     if impure:  # the static check first: a kernel that is not its framework's needs no agent to reject it
-        reason = "; ".join(impure)[:1000]
+        reason = purity_reason(impure)[:1000]
         ledger.record_decision(episode=episode, kind=kind, decision="fail",
                                numbers={"tokens": 0, "sessions": 0}, candidate_sha256=sha256, message=reason)
         return PolicyOutcome(False, reason)

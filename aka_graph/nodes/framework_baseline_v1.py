@@ -12,7 +12,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
-from aka_graph.frameworks import entry_file, framework_purity
+from aka_graph.frameworks import entry_file, framework_purity, purity_reason
 from aka_graph.nodes._common import (
     budget_left,
     copy_reviews,
@@ -132,7 +132,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             kind="v1",
             decision="policy_rejected",
             framework=framework,
-            reason="; ".join(impure)[:1000],
+            reason=purity_reason(impure)[:1000],
             quality_gate=QualityGate(passed=False, checks={"framework_purity": False}),
         )
     elif forbidden:

@@ -14,7 +14,7 @@ from langgraph.runtime import Runtime
 
 from aka_graph.cli_agents.base import AgentResult, AgentRun
 from aka_graph.context import CampaignContext
-from aka_graph.frameworks import entry_file, framework_purity
+from aka_graph.frameworks import entry_file, framework_purity, purity_reason
 from aka_graph.nodes._common import (
     budget_left,
     copy_reviews,
@@ -112,7 +112,7 @@ def implement(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[s
         record.message = "" if last.ok else f"agent ended badly: {last.error or last.exit_code}"
         impure = framework_purity(framework, kernel_dir) if task is None else []
         if impure:  # the static gate of every mode: not evaluated, recorded as policy_rejected by promote
-            record.status, record.message = IMPURE, "; ".join(impure)[:1000]
+            record.status, record.message = IMPURE, purity_reason(impure)[:1000]
     emit(
         runtime,
         ctx,

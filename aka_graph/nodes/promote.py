@@ -39,11 +39,13 @@ def episode_decision(state: CampaignState) -> Decision:
     if last is not None and last.episode == state.episode:
         return last
     statuses = sorted({t.status for t in state.trials}) or ["no trial"]
+    impure = next((t.message for t in state.trials if t.status == "IMPURE"), "")
     return Decision(
         episode=state.episode,
         version=state.next_version,
         outcome="no_candidate",
-        reason=f"no trial passed correctness (trial statuses: {', '.join(statuses)})",
+        reason=f"no trial passed correctness (trial statuses: {', '.join(statuses)})"
+        + (f"; {impure}" if impure else ""),
         incumbent_sha256=state.incumbent.sha256 if state.incumbent else None,
         framework=state.episode_framework,
     )

@@ -118,7 +118,7 @@ def v1_review_prompt(framework: str, notes_path: str) -> str:
         f"Before anyone writes the first {framework} kernel of this operator (op/ holds its definition), "
         "give correctness guidance: numerics and accumulation dtype, edge and degenerate shapes, strides "
         f"and layouts, destination-passing outputs, what a {framework} implementation typically gets "
-        f"wrong. Write your notes to {notes_path}. Do not edit kernel.py."
+        f"wrong. Write your notes to {notes_path}. Do not edit {files_line(framework)}."
     )
 
 
@@ -126,7 +126,7 @@ def review_prompt(episode: int, plan_path: str, notes_path: str) -> str:
     return (
         f"Review the plan {plan_path} of episode {episode} for correctness risks (numerics, edge shapes, "
         f"destination-passing, dtype) and performance ideas. Write your notes to {notes_path}. "
-        "Do not edit kernel.py."
+        "Do not edit the kernel's files."
     )
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from campaign_fakes import FakeAgent, make_context, write_fake_operator
+from campaign_fakes import FakeAgent, fake_kernel, make_context, write_fake_operator
 
 from aka_graph.progress import Progress
 from aka_graph.runner import RunOutcome, run_campaign
@@ -73,3 +73,33 @@ def test_production_review_rejects_an_impure_candidate_without_the_reviewer_agen
     assert read_version_records(root)[2].decision == "promoted"
     decisions = {(d.episode, d.kind): d for d in Ledger(root / "records" / "ledger.sqlite").decisions()}
     assert decisions[(0, "policy_trial1")].decision == "pass"
+
+
+class TritonOnlyAgent(FakeAgent):
+    """Asked to convert to Gluon, it hands back a Triton kernel (what the purity gate must catch)."""
+
+    def run(self, run, on_tokens=None):  # type: ignore[no-untyped-def]
+        result = super().run(run, on_tokens)
+        if run.role == "implementer" and run.labels.get("framework") == "gluon":
+            episode, trial = run.labels["episode"], run.labels.get("trial", "1")
+            status, latency = self.script[episode][trial]
+            (run.cwd / "kernel.py").write_text(fake_kernel(status, latency, "still triton", "triton"))
+        return result
+
+
+def test_a_gluon_conversion_that_keeps_triton_kernels_is_rejected_unevaluated(tmp_path: Path) -> None:
+    # episode 1 stalls (slower), so episode 2 converts to Gluon: its kernel is still @triton.jit
+    agent = TritonOnlyAgent(script={"1": {"1": ("PASS", 110.0)}, "2": {"1": ("PASS", 90.0)}})
+    op = write_fake_operator(tmp_path / "op")
+    config = CampaignConfig(
+        op_dir=str(op), agent_cli="fake", platform="H200", workspace=str(tmp_path / "ws"), max_iters=2,
+        fast_episodes=1, fast_trials=1, convert_after=1, max_stall=5, reviewers=[],
+    )
+    context = make_context(config)
+    context.agent = agent
+    outcome = run_campaign(config, context, progress=Progress.for_terminal(quiet=True))
+    records = read_version_records(Path(outcome.values["workspace_root"]))
+    decisions = [(r.framework, r.decision) for r in records[1:]]
+    assert decisions == [("triton", "rejected"), ("gluon", "policy_rejected")]
+    assert "the kernels are @triton.jit, not @gluon.jit" in records[2].reason
+    assert not outcome.values["gluon_locked"]
