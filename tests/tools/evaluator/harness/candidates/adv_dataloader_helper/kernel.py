@@ -33,4 +33,5 @@ def run(hidden_states: torch.Tensor, weight: torch.Tensor, output: torch.Tensor)
     _data.x, _data.w = hidden_states, weight
     if _loader is None:
         _loader = DataLoader(_data, batch_size=None, num_workers=1, persistent_workers=True)
-    output.copy_(next(iter(_loader)))
+    (rows,) = list(_loader)  # exhausted each call (a half-read persistent loader deadlocks)
+    output.copy_(rows)
