@@ -38,6 +38,7 @@ from aka_graph.state import (
 )
 from aka_graph.target import CampaignTarget, resolve_target
 from aka_graph.tools.records.privacy import PrivacyViolation
+from aka_graph.tools.records.workspace import clear_stale_git_locks
 
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_DB = "campaign.sqlite"
@@ -278,10 +279,19 @@ def _drive(
     resumed: bool,
 ) -> RunOutcome:
     stop_file, pid_file = control_path(workspace, tid, "stop"), control_path(workspace, tid, "pid")
+    root = workspace / tid
+    running = live_runner(pid_file)
+    if running is not None:
+        raise CampaignConflict(
+            f"campaign {tid} is already running in process {running}: watch it with "
+            "`python -m aka_graph status`, or end it with `python -m aka_graph stop` first"
+        )
+    if resumed:  # the previous runner is gone: a git command it was killed in left its locks behind
+        for lock in clear_stale_git_locks(root):
+            progress.log(f"removed a stale git lock left by the interrupted run: {lock}")
     stop_file.unlink(missing_ok=True)
     pid_file.write_text(str(os.getpid()))
     previous_handler = signal.getsignal(signal.SIGTERM)
-    root = workspace / tid
 
     def stop_now(reason: str) -> None:
         """End like a crash (the interrupted node re-runs on resume, exactly as after kill -9), but say so."""
@@ -328,6 +338,22 @@ def _drive(
     if snapshot.values.get("failed"):
         status = "failed"
     return RunOutcome(tid, status, dict(snapshot.values), resumed)
+
+
+def live_runner(pid_file: Path) -> int | None:
+    """The pid of another live `aka_graph` process that is running this campaign, if there is one (a pid
+    file left by a killed runner, or a pid reused by an unrelated process, does not count)."""
+    try:
+        pid = int(pid_file.read_text().strip())
+    except (OSError, ValueError):
+        return None
+    if pid == os.getpid():
+        return None
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return None
+    return pid if b"aka_graph" in cmdline or b"aka-graph" in cmdline else None
 
 
 def _record_stop(root: Path, reason: str) -> None:

@@ -51,3 +51,29 @@ def test_resume_without_checkpoints_names_the_workspace(tmp_path: Path) -> None:
     with pytest.raises(CampaignConflict, match="none"):
         resume_campaign(tmp_path)
     assert list_threads(tmp_path) == [] and not checkpoint_path(tmp_path).exists()
+
+
+def test_a_campaign_runs_in_one_process_at_a_time(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from aka_graph.runner import live_runner
+
+    pid_file = tmp_path / "campaign.pid"
+    assert live_runner(pid_file) is None  # no pid file
+    pid_file.write_text("not a pid")
+    assert live_runner(pid_file) is None
+    runner = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "aka_graph", "run"])
+    other = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        pid_file.write_text(str(runner.pid))
+        assert live_runner(pid_file) == runner.pid
+        pid_file.write_text(str(other.pid))  # a live pid that is not a campaign runner (pid reuse)
+        assert live_runner(pid_file) is None
+    finally:
+        runner.kill()
+        other.kill()
+        runner.wait()
+        other.wait()
+    pid_file.write_text(str(runner.pid))  # left behind by a runner killed with kill -9
+    assert live_runner(pid_file) is None

@@ -31,6 +31,7 @@ from aka_graph.fleet.hosts import HostSpec
 from aka_graph.fleet.pool import PoolSandbox, SandboxCache
 from aka_graph.fleet.registry import CampaignLease, Registry
 from aka_graph.tools.records.ledger import DATABASE_URL_ENV
+from aka_graph.tools.records.workspace import clear_stale_git_locks
 
 log = logging.getLogger(__name__)
 
@@ -208,20 +209,6 @@ class Coordinator:
 
     def _on_host(self, cid: str, host: str) -> None:
         self.registry.progress(cid, self.settings.holder, last_host=host)
-
-
-def clear_stale_git_locks(workspace: Path) -> list[str]:
-    """Remove git lock files a coordinator killed mid-git-command left in the campaign's repositories.
-
-    Called only on a takeover, while this coordinator holds the campaign's lease, so no live process of
-    this campaign can be holding them."""
-    removed = []
-    if workspace.is_dir():
-        for lock in workspace.rglob("*.lock"):
-            if ".git" in lock.relative_to(workspace).parts and lock.is_file():
-                lock.unlink(missing_ok=True)
-                removed.append(str(lock.relative_to(workspace)))
-    return removed
 
 
 @dataclass

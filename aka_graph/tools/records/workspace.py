@@ -116,6 +116,20 @@ def sha256_file(path: Path) -> str:
     return h.hexdigest()
 
 
+def clear_stale_git_locks(workspace: Path) -> list[str]:
+    """Remove git lock files a coordinator killed mid-git-command left in the campaign's repositories.
+
+    Called only when no live process of this campaign can be holding them: a fleet coordinator that has
+    taken the campaign's lease over, or `run`/`resume` when the campaign's previous runner is gone."""
+    removed = []
+    if workspace.is_dir():
+        for lock in workspace.rglob("*.lock"):
+            if ".git" in lock.relative_to(workspace).parts and lock.is_file():
+                lock.unlink(missing_ok=True)
+                removed.append(str(lock.relative_to(workspace)))
+    return removed
+
+
 class CampaignWorkspace:
     """A campaign's git repository; reopening it never loses history."""
 

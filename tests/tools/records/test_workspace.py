@@ -215,3 +215,15 @@ def test_skill_links_of_the_campaign_reach_every_episode(tmp_path: Path, sol_fix
     assert (path / ".agents" / "skills" / "triton" / "SKILL.md").read_text() == "# Triton\n"
     assert ws.create_episode(6) == path and (path / ".agents" / "skills" / "triton").is_symlink()
     assert ws.candidate_diff(6).changed == []
+
+
+def test_git_locks_left_by_a_killed_runner_are_cleared_so_a_resume_can_commit(tmp_path: Path) -> None:
+    from aka_graph.tools.records.workspace import clear_stale_git_locks
+
+    ws = CampaignWorkspace.open_or_create(tmp_path, "op", "triton", "cpu", False)
+    (ws.root / ".git" / "index.lock").write_text("")
+    (ws.root / "kernel.py").write_text("x = 1\n")
+    with pytest.raises(Exception, match=r"index\.lock"):
+        ws.commit(["kernel.py"], "blocked by the stale lock")
+    assert clear_stale_git_locks(ws.root) == [".git/index.lock"]
+    assert ws.commit(["kernel.py"], "after the lock is gone")
