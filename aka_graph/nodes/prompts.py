@@ -38,7 +38,7 @@ def entry_point(state: CampaignState, framework: str | None = None) -> str:
             f"{entry} must define run(inputs..., outputs...) that writes the pre-allocated outputs in place "
             "(destination-passing, torch::Tensor arguments in the order of op/definition.json); "
             f"solution.json names {entry}::run as its entry point. kernel.py is the V0 PyTorch reference: "
-            "read it, do not submit it (you may delete it)."
+            "read it; it is not part of the candidate."
         )
     if state.target.op_format == "command":
         return (
