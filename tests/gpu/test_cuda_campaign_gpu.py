@@ -31,17 +31,23 @@ def test_cuda_campaign_pins_a_cuda_v1_and_promotes_one_episode(tmp_path: Path) -
         "--platform", "H200", "--max-iters", "1", "--fast-episodes", "1", "--fast-trials", "1",
         "--seeds", "1", "--workspace", str(tmp_path / "ws"),
     ]
-    proc = subprocess.run(argv, cwd=REPO, env=dict(os.environ), capture_output=True, text=True, timeout=560)
-    print(proc.stdout[-4000:], proc.stderr[-4000:], sep="\n")
+    # every evaluation builds kernel.cu afresh (V1, the trial, both sides of the verification): minutes
+    try:
+        proc = subprocess.run(argv, cwd=REPO, env=dict(os.environ), capture_output=True, text=True,
+                              timeout=570)
+        returncode, out, err = proc.returncode, proc.stdout, proc.stderr
+    except subprocess.TimeoutExpired as exc:
+        returncode, out, err = None, str(exc.stdout or ""), str(exc.stderr or "")
+    print(out[-4000:], err[-4000:], sep="\n")
     roots = sorted((tmp_path / "ws").glob("kernel_opt_rmsnorm_h2048_bf16_cuda_*"))
-    assert roots, f"no campaign workspace (exit {proc.returncode})"
+    assert roots, f"no campaign workspace (exit {returncode})"
     root = roots[0]
     records = [json.loads(p.read_text()) for p in sorted((root / "memory").glob("v*.json"))]
     print("\nversion | kind | decision | framework | objective | reason")
     for r in records:
-        cells = (r["kind"], r["decision"], r.get("framework"), r.get("objective"), str(r.get("reason"))[:120])
+        cells = (r["kind"], r["decision"], r.get("framework"), r.get("objective"), str(r.get("reason"))[:160])
         print(f"v{r['version']} | " + " | ".join(str(c) for c in cells))
-    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert returncode == 0, f"exit {returncode} (None: timed out after 570 s)\n{err[-2000:]}"
     decisions = [(r["version"], r["kind"], r["decision"]) for r in records]
     assert decisions == [(0, "v0", "baseline"), (1, "v1", "pinned"), (2, "episode", "promoted")], decisions
     assert records[1]["framework"] == "cuda" and records[2]["framework"] == "cuda"
