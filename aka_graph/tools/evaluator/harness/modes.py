@@ -157,6 +157,7 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
             )
             return None
     wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
+    wrong = wrong or outside_work(session, ks, helpers_before)  # before any burst (a fork per call is slow)
     if wrong is not None or not ks.alive:
         verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))
         return None
@@ -167,10 +168,6 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
     if found is not None:  # the parent's own clock contradicts the worker's number
         verdict.fail(*found)
-        return None
-    helpers = outside_work(session, ks, helpers_before)
-    if helpers is not None:
-        verdict.fail("REWARD_HACK", helpers)
         return None
     verdict.latencies.append(latency)
     verdict.spread = reply["spread_pct"]
