@@ -208,11 +208,16 @@ class Worker:
         """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
         wl = self.op.workloads[idx]
         size = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
-        first = self.factory.make(wl, timed_seed(pool_seed, 0), 1.0)
-        nbytes = max(1, sum(v.numel() * v.element_size() for v in first if isinstance(v, torch.Tensor)))
-        size = max(2, min(size, POOL_BYTES // nbytes))
-        pool = [first] + [self.factory.make(wl, timed_seed(pool_seed, j), 1.0) for j in range(1, size)]
-        bench.use_pool(pool)
+        budget = POOL_BYTES
+        if self.device.type == "cuda":  # never more than a quarter of what is free (issue 9, class 2)
+            budget = min(budget, torch.cuda.mem_get_info(self.device)[0] // 4)
+        current = bench.copies[0] if bench.copies else (bench.parked or [])
+        nbytes = max(1, sum(v.numel() * v.element_size() for v in current if isinstance(v, torch.Tensor)))
+        size = min(size, budget // nbytes)
+        if size < 2:  # inputs too large for fresh sets: the shifted/scaled perturbation stays (bench.py)
+            bench.use_pool([])  # and nothing of an earlier round's sets (the parent derives none now)
+            return
+        bench.use_pool([self.factory.make(wl, timed_seed(pool_seed, j), 1.0) for j in range(size)])
 
     def timed_outputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The kept outputs of the timed calls the parent chose after the fact."""
