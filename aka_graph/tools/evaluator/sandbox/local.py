@@ -239,7 +239,8 @@ class LocalSandbox:
             env = job_environment(
                 job.env, str(work), uuid, default_path=self._default_path(), runtime_env=self.runtime_env
             )
-            env[SANDBOX_ISOLATION_VAR] = self.isolation  # the harness says how its job was isolated
+            if self.isolation != "none":  # the harness says in its result how its job was isolated
+                env[SANDBOX_ISOLATION_VAR] = self.isolation
             if job.exclusive_gpu:
                 try:
                     with GpuLock(lock_key, self.lock_dir, self.gpu_lock_wait_s):
