@@ -78,6 +78,29 @@ def entry_source(kernel_dir: Path) -> bytes:
     return (Path(kernel_dir) / entry).read_bytes()
 
 
+FAKE_CUDA_SOLUTION = {"spec": {"languages": ["cuda_cpp"], "entry_point": "kernel.cu::run"}}
+
+
+def fake_cuda_kernel(status: str, latency: float, tag: str, torch_only: bool = False) -> str:
+    """A fake CUDA candidate (never compiled: the header comment carries its numbers)."""
+    head = f"// # fake: status={status} latency={latency}\n// {tag}\n#include <torch/extension.h>\n"
+    if torch_only:
+        return head + "void run(torch::Tensor x, torch::Tensor y) { y.copy_(torch::softmax(x, -1)); }\n"
+    return head + "__global__ void fake_kernel() {}\nvoid run() { fake_kernel<<<1, 1>>>(); }\n"
+
+
+def write_fake_candidate(
+    cwd: Path, status: str, latency: float, tag: str, framework: str, torch_only: bool = False
+) -> None:
+    """The implementer's files for `framework` (frameworks.py): kernel.cu + solution.json for CUDA,
+    kernel.py for the Python frameworks."""
+    if framework == "cuda":
+        (cwd / "kernel.cu").write_text(fake_cuda_kernel(status, latency, tag, torch_only))
+        (cwd / "solution.json").write_text(json.dumps(FAKE_CUDA_SOLUTION))
+    else:
+        (cwd / "kernel.py").write_text(fake_kernel(status, latency, tag, framework, torch_only))
+
+
 class FakeSandbox:
     """Runs jobs as local subprocesses; `outage(n)` makes the next n health probes fail."""
 
@@ -306,10 +329,8 @@ class FakeAgent:
             subprocess.run(["sleep", sleep_s], start_new_session=True, check=False)
         if run.role == "implementer":
             status, latency = self.script.get(episode, {}).get(trial, ("PASS", 100.0))
-            (run.cwd / "kernel.py").write_text(
-                fake_kernel(status, latency, f"episode {episode} trial {trial}",
-                            run.labels.get("framework", "triton"), (episode, trial) in self.torch_only)
-            )
+            write_fake_candidate(run.cwd, status, latency, f"episode {episode} trial {trial}",
+                                 run.labels.get("framework", "triton"), (episode, trial) in self.torch_only)
             if self.forbidden_on == (episode, trial):
                 (run.cwd / "op" / "definition.json").write_text("{}")
         elif run.role == "planner":

@@ -19,10 +19,13 @@ from aka_graph.tools.records.memory import read_version_records
 SCRIPT = {"v1": {"1": ("PASS", 100.0)}, "1": {"1": ("PASS", 50.0), "2": ("PASS", 90.0)}}
 
 
-def campaign(tmp_path: Path, agent: FakeAgent, mode: str) -> tuple[RunOutcome, Path, list[str]]:
+def campaign(
+    tmp_path: Path, agent: FakeAgent, mode: str, framework: str = "triton"
+) -> tuple[RunOutcome, Path, list[str]]:
     op = write_fake_operator(tmp_path / "op")
     config = CampaignConfig(
-        op_dir=str(op), agent_cli="fake", platform="cpu", workspace=str(tmp_path / "ws"),
+        op_dir=str(op), agent_cli="fake", platform="cpu" if framework == "triton" else "H200",
+        framework=framework, workspace=str(tmp_path / "ws"),
         optimization_mode=mode, v1="always", max_iters=1, fast_episodes=1, fast_trials=2, reviewers=[],
     )
     context = make_context(config)
@@ -103,3 +106,15 @@ def test_a_gluon_conversion_that_keeps_triton_kernels_is_rejected_unevaluated(tm
     assert decisions == [("triton", "rejected"), ("gluon", "policy_rejected")]
     assert "the kernels are @triton.jit, not @gluon.jit" in records[2].reason
     assert not outcome.values["gluon_locked"]
+
+
+def test_a_cuda_trial_whose_work_is_an_aten_op_is_rejected_and_a_cuda_kernel_promoted(tmp_path: Path) -> None:
+    agent = FakeAgent(script=SCRIPT, torch_only=frozenset({("1", "1")}))
+    outcome, root, evaluated = campaign(tmp_path, agent, "leaderboard", framework="cuda")
+    records = read_version_records(root)
+    assert [(r.decision, r.framework) for r in records] == [
+        ("baseline", "pytorch"), ("pinned", "cuda"), ("promoted", "cuda")]
+    assert "kernel.cu:4: ATen op torch::softmax(...) does the work" in outcome.values["trials"][0].message
+    assert str(CampaignLayout(root).trial_kernel(1, 1)) not in evaluated
+    frozen = CampaignLayout(root).frozen_version(2)
+    assert sorted(p.name for p in frozen.iterdir()) == ["kernel.cu", "solution.json"]
