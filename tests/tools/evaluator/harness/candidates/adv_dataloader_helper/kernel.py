@@ -1,37 +1,27 @@
-"""CHEAT (issue 13, class 4): the work is done in another process, started through a route no source
-policy bans (a torch DataLoader with a persistent worker process computes the rows); the candidate's
-own process only waits, so its CPU clock shows almost nothing.
+"""CHEAT (issue 13, classes 4-5): starts a helper process through a route no source policy bans (a torch
+DataLoader with a persistent worker, begun at import time), where work could run that nobody times, and
+which would outlive the evaluation; the kernel itself answers honestly, so only the process gives it away.
 
-Caught by: the parent's /proc scan finds the worker's child process after the first request."""
+Caught by: the parent's /proc scan of the worker's tree after every request (spawned processes, zombies
+included), which stops the worker before any call."""
 
 from __future__ import annotations
 
 import torch
-from torch.utils.data import DataLoader, Dataset
+from torch.utils.data import DataLoader, IterableDataset
 
 
-class _Rows(Dataset):
-    def __init__(self) -> None:
-        self.x: torch.Tensor | None = None
-        self.w: torch.Tensor | None = None
-
-    def __len__(self) -> int:
-        return 1
-
-    def __getitem__(self, i: int) -> torch.Tensor:
-        x = self.x.to(torch.float32)
-        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * self.w.to(torch.float32)
+class _Forever(IterableDataset):
+    def __iter__(self):  # type: ignore[no-untyped-def]
+        while True:
+            yield torch.zeros(1)
 
 
-_data = _Rows()
-_loader: DataLoader | None = None
+_helper = iter(DataLoader(_Forever(), batch_size=None, num_workers=1, persistent_workers=True))
+next(_helper)  # the helper process is up
 
 
 @torch.no_grad()
 def run(hidden_states: torch.Tensor, weight: torch.Tensor, output: torch.Tensor) -> None:
-    global _loader
-    _data.x, _data.w = hidden_states, weight
-    if _loader is None:
-        _loader = DataLoader(_data, batch_size=None, num_workers=1, persistent_workers=True)
-    (rows,) = list(_loader)  # exhausted each call (a half-read persistent loader deadlocks)
-    output.copy_(rows)
+    x = hidden_states.to(torch.float32)
+    output.copy_(x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-5) * weight.to(torch.float32))
