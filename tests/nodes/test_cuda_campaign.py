@@ -19,6 +19,7 @@ from aka_graph.progress import Progress
 from aka_graph.runner import run_campaign
 from aka_graph.state import CampaignConfig, CampaignState
 from aka_graph.target import CampaignTarget
+from aka_graph.tools.evaluator.harness.policy import scan_kernel_dir
 from aka_graph.tools.records.layout import CampaignLayout
 from aka_graph.tools.records.memory import read_version_records
 
@@ -52,6 +53,7 @@ def test_the_demo_kernels_are_pure_cuda_and_a_torch_version_is_not(tmp_path: Pat
         (candidate / "kernel.cu").write_text((EXAMPLE / "kernels" / name).read_text())
         (candidate / "solution.json").write_text((EXAMPLE / "kernels" / "solution.json").read_text())
         assert framework_purity("cuda", candidate) == []
+        assert scan_kernel_dir(candidate) == []  # the harness's static source policy lets it through
     cheat = tmp_path / "cheat"
     cheat.mkdir()
     (cheat / "kernel.cu").write_text(
