@@ -2,7 +2,8 @@
 # One device call on the H200 that builds, checks and times what a session changed, section by section:
 #   bash benchmarks/gpu_session.sh [SECTION ...]      (default: tests rmsnorm)
 # Sections:
-#   tests      the GPU gate: `pytest -m gpu tests/gpu` (fails loudly; output kept)
+#   kit        only install the carried kit (for calls that run their own commands)
+#   tests      the GPU gate: `pytest -m gpu tests/gpu` (GPU_TESTS=... narrows it; fails loudly; output kept)
 #   rmsnorm    `python -m aka_graph evaluate` on the rmsnorm fixture, 3 cold processes, and the SOL-ExecBench
 #              CLI on the same solution in the same lease (when the kit carries it)
 #   bench      benchmarks/bench_evaluator_gpu.py (latency agreement, CV, adversarial table)
@@ -48,8 +49,12 @@ run_section() {
   fi
 }
 
-section_tests() {
-  python3 -m pytest -m gpu tests/gpu -q -p no:cacheprovider -rs --timeout 540 --junitxml "$OUT/gpu_tests.xml"
+section_kit() { :; }  # the kit alone (installed above), for calls that run their own commands
+
+section_tests() {  # GPU_TESTS narrows it (pytest arguments); default: the whole GPU gate
+  # shellcheck disable=SC2086
+  python3 -m pytest -m gpu ${GPU_TESTS:-tests/gpu} -q -p no:cacheprovider -rs -s --timeout 540 \
+    --junitxml "$OUT/gpu_tests.xml"
 }
 
 section_rmsnorm() {
