@@ -47,7 +47,7 @@ GPU_TOLERANCE = Tolerance(0.2, 0.5, 3, 0.05)
 # parent's estimate (a fake speed-up of 2x or more) is called tampering there. A loaded host (load 3-5)
 # also makes each burst read up to ~10 % off: when the perturbation burst subtracted is large, that noise
 # alone could double the estimate of a fast kernel (the demo's "fast" kernel was flagged in 3 of 4 runs),
-# so the estimate takes the calls' burst at its lowest and the perturbations' at their highest.
+# so the estimate takes the perturbations' burst at its highest.
 HOST_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.1)
 # The CUDA-event fallback (uncapturable, often data-dependent calls of 10-40 ms): device time reported,
 # host wall time measured; per-call host work and input-dependent routing make the two differ more than
@@ -65,10 +65,10 @@ def burst_reps(reported_us: float, calls: int) -> int:
 
 
 def parent_estimate_us(burst_ns: int, round_trip_ns: int, reps: int, calls: int, noise: float = 0.0) -> float:
-    """Per call: (burst - baseline) / (reps x calls), with the burst taken `noise` low and the baseline
-    `noise` high (the lowest estimate the clock's noise allows: noise never makes a cheat of an honest
-    kernel, and a large baseline leaves a small, undecided estimate)."""
-    low = burst_ns * (1.0 - noise) - round_trip_ns * (1.0 + noise)
+    """Per call: (burst - baseline) / (reps x calls), with the baseline taken `noise` high (noise in a
+    large subtracted baseline never makes a cheat of an honest kernel; a baseline that swallows the
+    calls leaves an undecided estimate). The burst itself is the fastest of up to `bursts` tries."""
+    low = burst_ns - round_trip_ns * (1.0 + noise)
     return max(low, 0) / 1000.0 / (max(reps, 1) * max(calls, 1))
 
 

@@ -20,6 +20,11 @@ from .isolate import argv_prefix, die_with_parent, unavailable
 PACKAGE = __package__ or "harness"
 
 
+# Every process that is a worker itself (the spawned one, and in the jail the worker under `unshare`):
+# never a stray, even when it dies re-parented to us (stop_workers).
+OWN_PIDS: set[int] = set()
+
+
 class WorkerDied(RuntimeError):
     """The worker exited or was killed (crash, os._exit, watchdog)."""
 
@@ -135,6 +140,7 @@ class WorkerProcess:
             preexec_fn=die_with_parent,  # before exec: the jail dies with the parent from the start
         )
         self.pid = self.proc.pid
+        OWN_PIDS.add(self.pid)
         os.close(p2w_r)
         os.close(w2p_w)
         self.chan: Any = None
@@ -176,6 +182,12 @@ class WorkerProcess:
 
     def kill(self) -> None:
         if self.proc.poll() is None:
+            # the jailed worker is re-parented to us as it dies; before it was ready (no candidate
+            # code yet) everything below it is the jail's own setup
+            from .proctree import descendants
+
+            before_ready = {p.pid for p in descendants(self.pid)} if not self.ready else set()
+            OWN_PIDS.update(self.own_pids() | before_ready)
             with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGKILL)
             self.proc.wait()
@@ -249,7 +261,8 @@ def stop_workers(states: list[Any]) -> None:
 
     workers = [ks.worker for ks in states if ks.worker is not None]
     found: dict[int, list[Any]] = {id(ks): ks.worker.spawned() for ks in states if ks.worker is not None}
-    known = {pid for w in workers for pid in w.own_pids()}  # re-parented to us as they die: not strays
+    OWN_PIDS.update(pid for w in workers for pid in w.own_pids())
+    known = set(OWN_PIDS)  # workers re-parented to us as they die are not strays
     orphans = strays(known)
     for worker in workers:
         worker.kill()
