@@ -185,7 +185,6 @@ BEHIND_THE_POLICY = {
     "adv_posix_spawn_helper": ("nemotron_rms_norm", NEMOTRON_SHAPES, "started processes of its own"),
     "adv_alias_tensor_patch": ("rmsnorm", CHEAT_SHAPES, "modified input"),
     "adv_resolve_name_gc": ("nemotron_rms_norm", NEMOTRON_SHAPES, "harness's own clock"),
-    "adv_dataloader_helper": ("rmsnorm", CHEAT_SHAPES, "started processes of its own"),
     "adv_helper_module_at_import": ("rmsnorm", CHEAT_SHAPES, ""),
     "adv_probe_harness_files": ("nemotron_rms_norm", NEMOTRON_SHAPES, ""),
 }
