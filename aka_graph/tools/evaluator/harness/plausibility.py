@@ -48,7 +48,7 @@ GPU_TOLERANCE = Tolerance(0.2, 0.5, 3, 0.05)
 # also makes each burst read up to ~10 % off: when the perturbation burst subtracted is large, that noise
 # alone could double the estimate of a fast kernel (the demo's "fast" kernel was flagged in 3 of 4 runs),
 # so the estimate takes the perturbations' burst at its highest.
-HOST_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.1)
+HOST_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.05)
 # The CUDA-event fallback (uncapturable, often data-dependent calls of 10-40 ms): device time reported,
 # host wall time measured; per-call host work and input-dependent routing make the two differ more than
 # a replayed graph does, so the host's looser rule applies (issue 9, class 4).
