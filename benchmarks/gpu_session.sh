@@ -121,7 +121,7 @@ PY
 
 section_bench() { python3 benchmarks/bench_evaluator_gpu.py --out "$OUT"; }
 section_languages() { python3 benchmarks/bench_languages_gpu.py --sol-cli .gpu/sol/src/src --out "$OUT"; }
-section_demo() { OUT="$OUT" bash benchmarks/gpu_demo.sh; }
+section_demo() { env -u PYTHONPATH OUT="$OUT" bash benchmarks/gpu_demo.sh; }  # it plans its own site
 
 for s in "${SECTIONS[@]}"; do
   run_section "$s" "section_$s"
