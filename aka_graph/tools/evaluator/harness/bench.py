@@ -298,6 +298,10 @@ class Bench:
             if type(t) is torch.Tensor and t.untyped_storage().data_ptr() not in inputs:
                 random_poison_(writable(t))
 
+    def outputs_of(self, k: int) -> list[Any]:
+        """Copy k's outputs as the last call or replay left them."""
+        return list(self.outs[k]) if self.runner.dps else list(self.produced[k])
+
     def replay(self, k: int) -> list[Any]:
         """Run the timed invocation once more (the graph itself when captured); copy k's outputs."""
         self._ensure()
@@ -309,4 +313,4 @@ class Bench:
             self.call(k)
         if self.device.type == "cuda":
             torch.cuda.synchronize()
-        return list(self.outs[k]) if self.runner.dps else list(self.produced[k])
+        return self.outputs_of(k)

@@ -147,8 +147,9 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
         probe = type(verdict)()
         if reply["reval_digest"] != fresh_digest:
             probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
-        if probe.status != "PASS" or not session.judge_outputs(
-            probe, reply["reval_outputs"], want, idx, "re-validation"
+        checked = [reply["reval_outputs"], *reply.get("reval_more", [])]  # the last copy, then copy 0
+        if probe.status != "PASS" or not all(
+            session.judge_outputs(probe, got, want, idx, "re-validation") for got in checked
         ):
             verdict.fail(
                 "REWARD_HACK",
