@@ -6,8 +6,11 @@
 Starts `--busy` bounded busy loops (each stops after `--limit` s at the latest, and when the demo ends),
 runs `python -m aka_graph run` (the demo) in a fresh directory, and samples the demo's whole process tree
 from /proc every 0.2 s (standard library only): the largest single process's RSS (the harness parent or
-worker) and the tree's sum. The load average is sampled too, since other work on the host adds to it.
-Exits non-zero unless the demo finished with a promotion and a rejection.
+worker), the tree's RSS sum (shared library pages counted once per process) and the tree's PSS sum (each
+shared page split between the processes that map it: the tree's real footprint). The busy loops start
+`--warmup` s before the demo so that the 1-min load average has risen to ~busy+1 when it begins. The load
+average is sampled too, since other work on the host adds to it. Exits non-zero unless the demo
+finished with a promotion and a rejection.
 """
 
 from __future__ import annotations
@@ -55,10 +58,26 @@ def rss_mb(pid: int) -> float:
     return 0.0
 
 
+def pss_mb(pid: int) -> float:
+    """Proportional set size: shared pages (torch's libraries, mapped by every process of the tree)
+    counted once across the tree rather than once per process, so the sum is the tree's real footprint."""
+    try:
+        for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+            if line.startswith("Pss:"):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--busy", type=int, default=3, help="busy loops beside the demo (load ~ busy + 1)")
     parser.add_argument("--limit", type=float, default=900.0, help="longest a busy loop runs, s")
+    parser.add_argument(
+        "--warmup", type=float, default=60.0,
+        help="seconds the busy loops run before the demo starts, so the 1-min load average has risen",
+    )
     args = parser.parse_args()
     loops = [
         multiprocessing.Process(target=busy, args=(time.monotonic() + args.limit,), daemon=True)
@@ -66,6 +85,8 @@ def main() -> int:
     ]
     for loop in loops:
         loop.start()
+    if args.busy:
+        time.sleep(args.warmup)
     work = Path(tempfile.mkdtemp(prefix="aka-demo-load-"))
     started = time.monotonic()
     demo = subprocess.Popen(
@@ -74,10 +95,12 @@ def main() -> int:
         stdout=(work / "demo.out").open("w"),
         stderr=(work / "demo.err").open("w"),
     )
-    peak_one = peak_sum = 0.0
+    peak_one = peak_sum = peak_pss = 0.0
     loads = []
     while demo.poll() is None:
-        sizes = [rss_mb(pid) for pid in tree(demo.pid)]
+        pids = tree(demo.pid)
+        sizes = [rss_mb(pid) for pid in pids]
+        peak_pss = max(peak_pss, sum(pss_mb(pid) for pid in pids))
         peak_one, peak_sum = max(peak_one, max(sizes, default=0.0)), max(peak_sum, sum(sizes))
         loads.append(os.getloadavg()[0])
         time.sleep(0.2)
@@ -93,6 +116,7 @@ def main() -> int:
         "wall_s": round(wall, 1),
         "peak_process_rss_mb": round(peak_one),
         "peak_tree_rss_mb": round(peak_sum),
+        "peak_tree_pss_mb": round(peak_pss),
         "load1_mean": round(sum(loads) / max(len(loads), 1), 1),
         "load1_max": round(max(loads, default=0.0), 1),
         "busy_loops": args.busy,
