@@ -164,16 +164,17 @@ def resolve_platform(platform: str | None, detected_gpu: str | None) -> tuple[st
     return safe_name(platform or arch.name), arch.arch, tuple(frameworks_for(arch))
 
 
-def check_operator(op_dir: Path, op_format: str) -> None:
+def check_operator(op_dir: Path, op_format: str) -> Any:
     """Load the operator as the evaluator will (torch-free), so a malformed one is the user's error before
-    the campaign starts, with the file, the problem and the fix, not an INFRA_ERROR at V0."""
+    the campaign starts, with the file, the problem and the fix, not an INFRA_ERROR at V0. Returns the
+    harness's operator model (None for a command task, which its own loader checked)."""
     if op_format not in ("sol", "native"):
-        return
+        return None
     from aka_graph.tools.evaluator.harness.loading import load_operator
     from aka_graph.tools.evaluator.harness.opmodel import OperatorError as HarnessOperatorError
 
     try:
-        load_operator(Path(op_dir))
+        return load_operator(Path(op_dir))
     except HarnessOperatorError as e:
         raise OperatorError(str(e)) from e
 

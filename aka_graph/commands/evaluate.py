@@ -108,19 +108,26 @@ def evaluate_command(
 
 
 def operator_problem(op_dir: Path, shape_ids: list[str] | None, blob_root: Path | None) -> str | None:
-    """A malformed or incomplete operator, checked here before any job starts (the harness's own loader,
-    torch-free): the file, the problem and the fix; None when the operator is usable."""
+    """A malformed or incomplete operator, checked here before any job starts (the campaign's own check,
+    torch-free, plus the blobs the selected workloads need): the file, the problem and the fix; None when
+    the operator is usable."""
+    from aka_graph.target import OperatorError, check_operator, operator_identity
     from aka_graph.tools.evaluator.harness.blobs import missing_blobs
-    from aka_graph.tools.evaluator.harness.loading import load_operator
-    from aka_graph.tools.evaluator.harness.opmodel import OperatorError
+    from aka_graph.tools.evaluator.harness.opmodel import OperatorError as HarnessOperatorError
 
     if blob_root is not None and not blob_root.is_dir():
         return f"--blob-root {blob_root}: not a directory; pass the dataset directory holding the blobs"
     try:
-        op = load_operator(op_dir)
+        op_format = operator_identity(op_dir)[1]
+        if op_format == "command":
+            return (
+                f"{op_dir} is a command task (aka_task.toml): `evaluate` takes an operator; run a campaign "
+                "on the task with `python -m aka_graph run --op-dir` instead"
+            )
+        op = check_operator(op_dir, op_format)
         op.blob_root = blob_root.resolve() if blob_root else None
         return missing_blobs(op, op.select(shape_ids))
-    except OperatorError as exc:
+    except (OperatorError, HarnessOperatorError) as exc:
         return str(exc)
 
 

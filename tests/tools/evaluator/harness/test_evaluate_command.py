@@ -64,3 +64,11 @@ def test_bad_arguments_exit_2_with_the_fix(tmp_path: Path) -> None:
     assert proc.returncode == 2 and "not found" in proc.stderr
     proc = _evaluate(str(SOL_FIXTURES / "rmsnorm"), str(tmp_path / "nope.py"))
     assert proc.returncode == 2 and "pass kernel.py or its directory" in proc.stderr
+
+
+def test_a_command_task_directory_is_refused_with_exit_2_naming_the_command_that_takes_it() -> None:
+    task = REPO_ROOT / "tests" / "fixtures" / "source_tree"
+    proc = _evaluate(str(task), str(task))
+    assert proc.returncode == 2
+    assert "is a command task" in proc.stderr and "run --op-dir" in proc.stderr
+    assert "Traceback" not in proc.stderr
