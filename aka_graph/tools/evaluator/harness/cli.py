@@ -120,7 +120,8 @@ def main(argv: list[str] | None = None) -> int:
         from .worker_proc import WorkerProcess, become_subreaper
 
         become_subreaper()
-        workers = {label: WorkerProcess(args.op_dir, path, args.device) for label, path in kernels.items()}
+        blobs = args.blob_root.resolve() if args.blob_root else None  # covered in the jail, as the op dir
+        workers = {label: WorkerProcess(args.op_dir, p, args.device, blobs) for label, p in kernels.items()}
     try:
         return _run(args, kernels, workers, t0)
     finally:

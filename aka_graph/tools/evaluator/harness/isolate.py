@@ -27,10 +27,18 @@ import subprocess
 from pathlib import Path
 
 OUTER = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net"]
-# $1: the scratch directory; the rest: the command. /proc (fresh), /dev (device nodes) stay as they are.
+# $1: the scratch directory; $2: directories to cover with an empty read-only tmpfs, one per line (the
+# operator's own and the blob root: opview.py); the rest: the command. /proc (fresh), /dev (device nodes)
+# stay as they are. Mounts made here are locked by the inner namespace: the worker cannot unmount them.
 JAIL = r"""
-scratch="$1"; shift
+scratch="$1"; hide="$2"; shift 2
 mount --bind "$scratch" "$scratch" || exit 97
+set -f; old_ifs=$IFS; IFS='
+'
+for dir in $hide; do
+  mount -t tmpfs -o ro,size=4k,mode=0555 aka_hidden "$dir" || exit 96
+done
+IFS=$old_ifs; set +f
 awk '{print $5}' /proc/self/mountinfo | sort -u | while read -r raw; do
   mp=$(printf '%b' "$raw")
   case "$mp" in /proc|/proc/*|/dev|/dev/*|"$scratch") continue ;; esac
@@ -44,7 +52,11 @@ exec unshare --user --map-root-user --mount -- "$@"
 # isolated already (inside bubblewrap the worker's own jail cannot mount a /proc). Read by the trusted
 # parent only: the worker's environment never carries it (worker_proc.INHERITED).
 SANDBOX_ISOLATION_VAR = "AKA_SANDBOX_ISOLATION"
-JAIL_EXIT = {97: "could not bind the scratch directory", 98: "could not make the file systems read-only"}
+JAIL_EXIT = {
+    96: "could not hide the operator's files",
+    97: "could not bind the scratch directory",
+    98: "could not make the file systems read-only",
+}
 
 
 @functools.cache
@@ -61,7 +73,7 @@ def unavailable() -> str | None:
     probe = Path("/tmp")
     try:
         proc = subprocess.run(
-            ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(probe), "true"],
+            ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(probe), "", "true"],
             capture_output=True,
             text=True,
             timeout=30,
@@ -75,11 +87,13 @@ def unavailable() -> str | None:
     return None
 
 
-def argv_prefix(scratch: Path) -> list[str] | None:
-    """The command prefix that runs a command jailed with `scratch` writable, or None (see module)."""
+def argv_prefix(scratch: Path, hidden: list[Path] | None = None) -> list[str] | None:
+    """The command prefix that runs a command jailed with `scratch` writable and each of `hidden`
+    (directories) covered by an empty read-only mount, or None (see module)."""
     if unavailable() is not None:
         return None
-    return ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(scratch)]
+    cover = "\n".join(str(p) for p in hidden or [] if "\n" not in str(p))
+    return ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(scratch), cover]
 
 
 def die_with_parent() -> None:

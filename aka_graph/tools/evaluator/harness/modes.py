@@ -47,7 +47,8 @@ def _start(
                 "cmd": "load",
                 "init_seed": session.seeds[0][0],
                 "contract": session.contract,
-                "blob_root": str(session.op.blob_root) if session.op.blob_root else None,
+                # only this job's workloads (and their blobs) are in the worker's view (opview.py)
+                "workloads": ks.worker.expose(session.op, session.indices),
                 # a C++ build's own limit ends it (COMPILE_ERROR) before the parent's watchdog would
                 "build_timeout": max(10.0, session.settings.compile_timeout - 30.0),
             },

@@ -115,7 +115,9 @@ class KernelState:
                 "state, which kernels must not do: " + "; ".join(banned[:10]),
             )
             return
-        self.worker = worker or WorkerProcess(session.op.directory, self.kernel_dir, session.device.type)
+        self.worker = worker or WorkerProcess(
+            session.op.directory, self.kernel_dir, session.device.type, session.op.blob_root
+        )
         self.worker.attach(str(session.device))
 
     @property

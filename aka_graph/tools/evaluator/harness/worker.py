@@ -63,21 +63,31 @@ _CHECK = Sentinel.violations  # bound before any candidate runs; a replaced clas
 
 
 class Worker:
-    def __init__(self, op: Operator, kernel_dir: Path, device: torch.device) -> None:
-        self.op, self.kernel_dir, self.device = op, kernel_dir, device
-        self.ref_module = load_reference(op)
-        self.factory = InputFactory(op, device, self.ref_module, load_input_module(op))
+    def __init__(self, op_dir: Path, kernel_dir: Path, device: torch.device) -> None:
+        """The operator is read at `load`: until then the parent has not written the job's view of it
+        (only the workloads it evaluates: opview.py)."""
+        self.op_dir, self.kernel_dir, self.device = op_dir, kernel_dir, device
         if device.type == "cuda":  # CUDA init sets CUDA_MODULE_LOADING; do it before the snapshot
             torch.empty(1, device=device)
             torch.cuda.synchronize()
         with contextlib.suppress(ImportError):  # most candidates import it: pay that while the parent
             import triton  # noqa: F401  (loads the operator and its references)
-        self.sentinel = Sentinel()  # captured before the candidate is imported
         self.target: Any = None
         self.dps = True
         self.models: dict[int, Any] = {}
         self.benches: dict[int, Bench] = {}
         self.init_seed = 0
+        self.local: dict[int, int] = {}  # the parent's workload index -> the view's
+
+    def _operator(self, msg: dict[str, Any]) -> None:
+        self.op: Operator = load_operator(self.op_dir)
+        chosen = [int(i) for i in msg.get("workloads") or range(len(self.op.workloads))]
+        if len(chosen) != len(self.op.workloads):
+            raise OperatorError(f"the view holds {len(self.op.workloads)} workloads, not {len(chosen)}")
+        self.local = {parent: local for local, parent in enumerate(chosen)}
+        self.ref_module = load_reference(self.op)
+        self.factory = InputFactory(self.op, self.device, self.ref_module, load_input_module(self.op))
+        self.sentinel = Sentinel()  # captured before the candidate is imported
 
     def sync(self) -> None:
         if self.device.type == "cuda":
@@ -87,14 +97,15 @@ class Worker:
         self.init_seed = int(msg.get("init_seed", 0))
         # what the reference itself does to its inputs (the parent probed it): allowed, and compared
         self.contract = msg.get("contract") or {"mutated": [], "returned": {}, "compared": []}
-        if msg.get("blob_root"):  # --blob-root: where safetensors inputs resolve
-            self.op.blob_root = Path(msg["blob_root"])
         try:
+            self._operator(msg)
             spec = read_spec(self.kernel_dir, self.op.kind == "native")
             self.target, self.dps = import_candidate(
                 spec, device_type=self.device.type, build_timeout=msg.get("build_timeout")
             )
-        except (CompileError, OperatorError) as exc:  # MissingToolchain (a CompileError) is INFRA_ERROR
+        except OperatorError as exc:  # the view the parent wrote: the harness's fault, never the kernel's
+            return {"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"[-4000:]}}
+        except CompileError as exc:  # MissingToolchain (a CompileError) is INFRA_ERROR
             return {"error": {"status": getattr(exc, "status", "COMPILE_ERROR"), "message": str(exc)[-4000:]}}
         if self.op.kind == "native":
             self.dps = False
@@ -291,7 +302,7 @@ def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -
         torch.set_num_threads(1)
     dev = torch.device(device)
     try:
-        worker = Worker(load_operator(Path(op_dir)), Path(kernel_dir), dev)
+        worker = Worker(Path(op_dir), Path(kernel_dir), dev)
     except BaseException as exc:
         chan.send({"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"}})
         return 1
@@ -311,4 +322,6 @@ def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -
             return 0
         if msg.get("cmd") == "exit":
             return 0
+        if "wl" in msg:  # the parent numbers workloads as in the whole operator, the view only its own
+            msg["wl"] = worker.local.get(int(msg["wl"]))  # None (an error reply) for any other
         chan.send(handlers[msg["cmd"]](msg))

@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from .isolate import argv_prefix, die_with_parent, unavailable
+from .opview import hidden_paths, write_view
 
 PACKAGE = __package__ or "harness"
 
@@ -96,18 +97,24 @@ def remove_tree(path: Path) -> None:
 
 
 class WorkerProcess:
-    def __init__(self, op_dir: Path, kernel_dir: Path, device: str) -> None:
+    def __init__(self, op_dir: Path, kernel_dir: Path, device: str, blob_root: Path | None = None) -> None:
         """`device`: cuda, cpu, or auto (the worker resolves it as the parent does; `wait_ready`
-        returns what it chose). The channel is attached once the parent knows its device."""
+        returns what it chose). The channel is attached once the parent knows its device.
+
+        The worker is pointed at `op_view`, empty until the parent has chosen the job's workloads
+        (`expose`); in the jail `op_dir` and `blob_root` themselves are covered (opview.py)."""
         self.build_dir = Path(tempfile.mkdtemp(prefix="aka_build_")).resolve()
         self.log_path = self.build_dir / "worker.log"
         self.scratch = self.build_dir / "scratch"  # the only place the jailed worker can write
         self.scratch.mkdir()
+        self.op_view = self.build_dir / "op"
+        self.op_view.mkdir()
         self.source_dir = Path(kernel_dir)
         self.kernel_dir = self.source_dir
         if self.source_dir.is_dir():
             self.kernel_dir = read_only_copy(self.source_dir, self.build_dir / "kernel")
-        jail = argv_prefix(self.scratch)
+        keep = [_package_root() / PACKAGE.replace(".", "/"), self.build_dir, self.source_dir]
+        jail = argv_prefix(self.scratch, hidden_paths(Path(op_dir), blob_root, keep))
         self.isolation = "namespace" if jail is not None else f"none ({unavailable()})"
         p2w_r, p2w_w = os.pipe()
         w2p_r, w2p_w = os.pipe()
@@ -120,7 +127,7 @@ class WorkerProcess:
                 PACKAGE,
                 "worker",
                 "--op-dir",
-                str(Path(op_dir).resolve()),
+                str(self.op_view),
                 "--kernel-dir",
                 str(self.kernel_dir),
                 "--device",
@@ -147,6 +154,11 @@ class WorkerProcess:
         self.fds = (w2p_r, p2w_w)
         self.ready = False
         self.closed = False
+
+    def expose(self, op: Any, indices: list[int]) -> list[int]:
+        """Write the job's view of the operator (only `indices`' workloads and their blobs) where the
+        worker looks for it; the parent's indices in the worker's order (the load message carries them)."""
+        return write_view(op, indices, self.op_view, link=self.isolation == "namespace")
 
     def attach(self, map_location: str) -> None:
         from .protocol import Channel

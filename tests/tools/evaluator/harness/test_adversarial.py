@@ -73,7 +73,7 @@ GPU_HONEST = {"gemma3_swiglu_torch"}
 
 def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
                 seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0,
-                extra_args: tuple[str, ...] = ()) -> dict[str, Any]:
+                extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> dict[str, Any]:
     """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
 
     With `settle_s`, the file is read again that long after the harness exited and must not have
@@ -89,7 +89,7 @@ def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[
         argv += ["--shape-id", sid]
     argv += list(extra_args)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
-           "PYTHONPATH": ".", "TRITON_INTERPRET": "1"}
+           "PYTHONPATH": ".", "TRITON_INTERPRET": "1", **(env or {})}
     proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
     out = job / "result.json"
     assert out.is_file(), (f"harness wrote no result.json (exit {proc.returncode})\n"
