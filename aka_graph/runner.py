@@ -101,14 +101,24 @@ def campaign_thread_id(config: CampaignConfig, context: CampaignContext) -> str:
     return context.target_for(config).dir_name
 
 
-def available_frameworks(config: CampaignConfig, context: CampaignContext | None = None) -> list[str]:
-    """Every framework the target supports (the campaigns `run` starts when --framework is omitted)."""
+def framework_targets(config: CampaignConfig, context: CampaignContext | None = None) -> list[CampaignTarget]:
+    """One target per framework the GPU supports (the campaigns `run` starts when --framework is omitted),
+    from a single resolution: the operator is loaded and the GPU probed once, not once per framework."""
     ctx = context_for(context, config)
-    return list(resolve_target(config, ctx.sandbox, check_framework=False).frameworks)
+    target = resolve_target(config, ctx.sandbox, check_framework=False)
+    return [target.model_copy(update={"framework": f}) for f in target.frameworks]
 
 
-def run_campaigns(configs: list[CampaignConfig], quiet: bool = False) -> list[RunOutcome]:
+def available_frameworks(config: CampaignConfig, context: CampaignContext | None = None) -> list[str]:
+    """Every framework the target supports."""
+    return [t.framework for t in framework_targets(config, context)]
+
+
+def run_campaigns(
+    configs: list[CampaignConfig], quiet: bool = False, targets: list[CampaignTarget] | None = None
+) -> list[RunOutcome]:
     """One campaign per config, concurrently (threads; one checkpoint database, one thread id each).
+    `targets` (from `framework_targets`), when given, are the campaigns' resolved targets, in order.
 
     `stop` ends them all: SIGTERM records the stop in each campaign and exits, like a single campaign.
     """
@@ -120,7 +130,8 @@ def run_campaigns(configs: list[CampaignConfig], quiet: bool = False) -> list[Ru
     def work(index: int, config: CampaignConfig) -> None:
         try:
             progress = Progress.for_terminal(quiet=True) if quiet else Progress(label=config.framework)
-            outcomes[index] = run_campaign(config, progress=progress)
+            seeded = CampaignContext(target=targets[index]) if targets else None
+            outcomes[index] = run_campaign(config, seeded, progress=progress)
         except BaseException as e:  # reported below, in the main thread
             errors[index] = e
 

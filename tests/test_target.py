@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from aka_graph.context import CampaignContext
-from aka_graph.runner import available_frameworks, campaign_thread_id
+from aka_graph.runner import available_frameworks, campaign_thread_id, framework_targets
 from aka_graph.state import CampaignConfig
 from aka_graph.target import OperatorError, UnsupportedFramework, operator_identity, resolve_target
 from aka_graph.tools.evaluator.sandbox.job import HealthReport
@@ -53,6 +53,27 @@ def test_one_probe_serves_every_question_about_the_same_sandbox(tmp_path: Path) 
     assert campaign_thread_id(config, context) == "kernel_opt_rms_norm_triton_H200"
     resolve_target(config.model_copy(update={"framework": "gluon"}), sandbox)
     assert sandbox.probes == 1
+
+
+def test_the_per_framework_targets_come_from_one_resolution_and_need_none_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import aka_graph.tools.evaluator.harness.loading as loading
+
+    loads: list[Path] = []
+    real_load = loading.load_operator
+    monkeypatch.setattr(loading, "load_operator", lambda op_dir: loads.append(op_dir) or real_load(op_dir))
+    op = sol_operator(tmp_path / "op")
+    sandbox = CountingSandbox()
+    config = CampaignConfig(op_dir=str(op), workspace=str(tmp_path))
+    targets = framework_targets(config, CampaignContext(sandbox=sandbox, agent=object(), evaluator=object()))
+    assert [t.framework for t in targets] == list(targets[0].frameworks) and len(targets) > 1
+    assert len(loads) == 1 and sandbox.probes == 1
+    for target in targets:  # each campaign's context, seeded with its target, resolves nothing again
+        seeded = CampaignContext(sandbox=sandbox, agent=object(), evaluator=object(), target=target)
+        framework_config = config.model_copy(update={"framework": target.framework})
+        assert seeded.target_for(framework_config) is target
+    assert len(loads) == 1 and sandbox.probes == 1
 
 
 def test_a_failed_probe_is_asked_again_rather_than_remembered(tmp_path: Path) -> None:

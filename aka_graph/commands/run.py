@@ -112,16 +112,20 @@ def run_command(quiet: bool = False, **given: Any) -> None:
     Every option is a campaign setting (`CampaignConfig` in aka_graph/state.py); the sandbox host and GPU
     (--sandbox-ssh*, --gpu-index) may change between runs of one campaign.
     """
+    from aka_graph.context import CampaignContext
     from aka_graph.progress import Progress
-    from aka_graph.runner import available_frameworks, run_campaign, run_campaigns
+    from aka_graph.runner import framework_targets, run_campaign, run_campaigns
 
     explicit = config_values(given)
     config = build_config(explicit)
     demo, framework_given = "op_dir" not in explicit, "framework" in explicit
     try:
-        if not framework_given and not demo and len(fws := available_frameworks(config)) > 1:
+        targets = framework_targets(config) if not framework_given and not demo else []
+        fws = [t.framework for t in targets]
+        if len(fws) > 1:
             # no --framework: one campaign per framework the target supports, run concurrently
-            outcomes = run_campaigns([config.model_copy(update={"framework": f}) for f in fws], quiet)
+            configs = [config.model_copy(update={"framework": f}) for f in fws]
+            outcomes = run_campaigns(configs, quiet, targets)
             for each in outcomes:
                 print_outcome(each.values, each.status)
             print_comparison(config, fws, outcomes)
@@ -130,9 +134,11 @@ def run_command(quiet: bool = False, **given: Any) -> None:
             if any(each.status == "stopped" for each in outcomes):
                 raise typer.Exit(3)
             return
-        if not framework_given and not demo:
-            config = config.model_copy(update={"framework": available_frameworks(config)[0]})
-        outcome = run_campaign(config, progress=Progress.for_terminal(quiet))
+        seeded = None
+        if targets:
+            config = config.model_copy(update={"framework": fws[0]})
+            seeded = CampaignContext(target=targets[0])
+        outcome = run_campaign(config, seeded, progress=Progress.for_terminal(quiet))
     except user_errors() as e:
         raise fail(str(e)) from e
     print_outcome(outcome.values, outcome.status)
