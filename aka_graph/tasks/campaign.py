@@ -15,6 +15,7 @@ from typing import Any
 
 from aka_graph.tasks.guard import HarnessGuard
 from aka_graph.tasks.loader import LoadedTask
+from aka_graph.tasks.private_cases import write_public_task
 from aka_graph.tasks.seeding import TREE_DIR, SeededTree, fill_worktree, seed_workspace
 
 
@@ -25,10 +26,14 @@ def workspace_editable(loaded: LoadedTask) -> list[str]:
 
 def install_task(ws: Any, loaded: LoadedTask) -> SeededTree:
     """preprocess: seed the workspace's copy of the tree (idempotent), commit its editable files as V0,
-    keep a copy of the task file in `op/` for the agents to read, and tell the workspace what is editable."""
+    keep a copy of the task file in `op/` for the agents to read, and tell the workspace what is editable.
+    In production mode the copy leaves the cases out: they are the task's private shapes."""
     op_copy = Path(ws.root) / "op" / loaded.path.name
     op_copy.parent.mkdir(parents=True, exist_ok=True)
-    shutil.copyfile(loaded.path, op_copy)
+    if getattr(ws, "identity", {}).get("production"):
+        write_public_task(loaded, op_copy)
+    else:
+        shutil.copyfile(loaded.path, op_copy)
     ws.commit([f"op/{loaded.path.name}"], f"Command task {loaded.name}: task file installed")
     seeded = seed_workspace(loaded, Path(ws.root))
     ws.editable_files = workspace_editable(loaded)

@@ -62,6 +62,11 @@ class PrivateShapes:
     def of_operator(cls, op_dir: Path) -> PrivateShapes:
         """The shapes of a native operator's `shapes.json` (none for SOL problems, whose workloads are
         public files)."""
+        from aka_graph.tasks.private_cases import case_values, command_task_of
+
+        task = command_task_of(op_dir)
+        if task is not None:  # a command task: its cases are its private shapes
+            return cls(case_values(task))
         path = Path(op_dir) / SHAPES_FILE
         if not path.is_file() or (Path(op_dir) / "definition.json").is_file():
             return cls()
@@ -185,7 +190,8 @@ class LeakScanner:
 
     def __init__(self, shapes: PrivateShapes, ids: OpaqueIds, public_text: str = "") -> None:
         self.ids = ids
-        self.id_patterns = {sid: _bounded(sid) for sid in shapes.ids}
+        # an id the public files state (a command task's case named like a word of its tree) is no evidence
+        self.id_patterns = {sid: _bounded(sid) for sid in shapes.ids if not _bounded(sid).search(public_text)}
         values = shapes.distinctive_values(public_text)
         self.value_patterns = {v: re.compile(rf"(?<![\w.]){v}(?![\w]|\.\d)") for v in sorted(values)}
         self.value_owner = {
@@ -194,7 +200,7 @@ class LeakScanner:
 
     @property
     def active(self) -> bool:
-        return bool(self.id_patterns)
+        return bool(self.id_patterns or self.value_patterns)
 
     def scan(self, text: str, where: str) -> list[str]:
         findings = [
@@ -304,7 +310,13 @@ def campaign_privacy(workspace: Path, campaign: str, op_dir: Path) -> tuple[Opaq
         return None
     ids = OpaqueIds.load_or_create(private_dir(workspace, campaign) / IDS_FILE, shapes.ids)
     ws_root = Path(workspace).resolve() / campaign
-    return ids, LeakScanner(shapes, ids, public_operator_text(ws_root))
+    public = public_operator_text(ws_root)
+    from aka_graph.tasks.private_cases import command_task_of, public_tree_text
+
+    task = command_task_of(op_dir)
+    if task is not None:  # a command task's pristine tree is given to every agent: its text is public
+        public += "\n" + public_tree_text(task)
+    return ids, LeakScanner(shapes, ids, public)
 
 
 def agent_sandbox(
