@@ -18,23 +18,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
+from aka_graph.checkpoint_serde import campaign_serde
 from aka_graph.context import CampaignContext, context_for
 from aka_graph.graph import build_graph
 from aka_graph.progress import Progress
 from aka_graph.state import (
     CampaignConfig,
     CampaignInput,
-    CampaignState,
-    Decision,
-    EnvironmentBlock,
-    Incumbent,
-    ReviewNote,
-    ReviewTask,
-    TrialRecord,
 )
 from aka_graph.target import CampaignTarget, resolve_target
 from aka_graph.tools.records.privacy import PrivacyViolation
@@ -43,17 +36,6 @@ from aka_graph.tools.records.workspace import clear_stale_git_locks
 CHECKPOINT_DIR = "checkpoints"
 CHECKPOINT_DB = "campaign.sqlite"
 EXIT_STOPPED = 3
-SERDE_TYPES = [
-    CampaignConfig,
-    CampaignState,
-    Incumbent,
-    TrialRecord,
-    ReviewNote,
-    Decision,
-    EnvironmentBlock,
-    ReviewTask,
-    CampaignTarget,
-]
 
 
 class CampaignConflict(RuntimeError):
@@ -83,7 +65,7 @@ def open_checkpointer(workspace: Path) -> Iterator[SqliteSaver]:
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
     conn.execute("PRAGMA journal_mode=WAL")
     try:
-        yield SqliteSaver(conn, serde=JsonPlusSerializer(allowed_msgpack_modules=SERDE_TYPES))
+        yield SqliteSaver(conn, serde=campaign_serde())
     finally:
         conn.close()
 

@@ -133,7 +133,7 @@ def sqlite_steps(root: Path, campaigns: int, steps: int) -> tuple[list[float], f
 
     from langgraph.checkpoint.sqlite import SqliteSaver
 
-    from aka_graph.fleet.checkpointer import campaign_serde
+    from aka_graph.checkpoint_serde import campaign_serde
 
     path = root / "checkpoints" / "campaign.sqlite"
     path.parent.mkdir(parents=True, exist_ok=True)

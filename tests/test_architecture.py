@@ -46,6 +46,17 @@ def top_level_imports(path: Path) -> set[str]:
     return found
 
 
+def all_imports(path: Path) -> set[str]:
+    """Every module `path` imports, late (inside functions) ones included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            found.add(node.module)
+    return found
+
+
 def modules() -> dict[str, Path]:
     return {module_name(p): p for p in PACKAGE.rglob("*.py") if "__pycache__" not in p.parts}
 
@@ -85,6 +96,13 @@ def test_the_package_has_no_import_cycles() -> None:
         if name not in state:
             visit(name, [name])
     assert cycles == []
+
+
+def test_the_fleet_builds_on_the_campaign_runner_never_the_other_way_round_even_late() -> None:
+    """The fleet package drives single-host campaigns; the runner and the checkpoint serialisation they
+    share must not reach back into it (a late import inside a function included)."""
+    for shared in ("runner.py", "checkpoint_serde.py", "context.py", "graph.py", "state.py"):
+        assert not any(m.startswith("aka_graph.fleet") for m in all_imports(PACKAGE / shared)), shared
 
 
 @pytest.mark.parametrize("path", sorted(HARNESS.rglob("*.py")), ids=lambda p: p.name)

@@ -9,21 +9,16 @@ from __future__ import annotations
 import uuid
 
 from langgraph.checkpoint.postgres import PostgresSaver
-from langgraph.checkpoint.serde.jsonplus import JsonPlusSerializer
 from psycopg import Connection
 from psycopg_pool import ConnectionPool
+
+from aka_graph.checkpoint_serde import campaign_serde
 
 
 def campaign_thread_id(campaign_id: str) -> str:
     """The LangGraph thread of a fleet campaign: a UUID derived from its id (the LangGraph API server and
     Studio address threads by UUID), the same on every coordinator."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"aka_graph-fleet:{campaign_id}"))
-
-
-def campaign_serde() -> JsonPlusSerializer:
-    from aka_graph.runner import SERDE_TYPES
-
-    return JsonPlusSerializer(allowed_msgpack_modules=SERDE_TYPES)
 
 
 def postgres_checkpointer(conn: Connection | ConnectionPool) -> PostgresSaver:

@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from langgraph.checkpoint.postgres.aio import AsyncPostgresSaver
 from psycopg_pool import AsyncConnectionPool
 
-from aka_graph.fleet.checkpointer import campaign_serde
+from aka_graph.checkpoint_serde import campaign_serde
 from aka_graph.fleet.database import CONNECT_KWARGS, database_url
 
 
