@@ -153,7 +153,18 @@ def scan_source(source: str, filename: str) -> list[str]:
 
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
+    skipped = main_block_nodes(tree)
+    imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import)]
+    imported = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
+    aliases = import_aliases(tree)
     for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        found.extend(
+            f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
+            for what in _round_three(node, parents, imported, aliases)
+        )
         if isinstance(node, ast.Name) and node.id in ALIAS_BANNED and id(node) not in calls:
             flag(node, f"uses {node.id!r} as a value (an alias escapes the name checks)")
         if isinstance(node, ast.Call):
@@ -172,7 +183,7 @@ def scan_source(source: str, filename: str) -> list[str]:
         for target in _flatten(targets):
             if isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
-            elif isinstance(target, ast.Attribute) and root(target) not in ("self", "cls"):
+            elif isinstance(target, ast.Attribute) and not own_instance(target, root(target), parents):
                 # `T = torch.Tensor; T.clone = ...`: an alias of a module, class or function patched
                 flag(node, f"assigns the attribute {target.attr!r} of {root(target) or 'an expression'!r}")
         if (
@@ -373,3 +384,158 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "__setstate__",
 }
 ALIAS_BANNED = frozenset({"getattr", "setattr", "delattr"})
+
+
+# -- Round three (red team, tests/tools/evaluator/harness/test_redteam.py) ----------------------------------
+# Every route below passed the evaluator with a fake speed-up: a TorchFunctionMode that saw the harness's
+# own torch calls and moved the work into its untimed reads; `statistics.median` (the timing summary)
+# patched through an alias named `self`, through `timeit`'s setup string, through `unittest.mock.patch`
+# by a dotted name and through `torch._utils._import_dotted_name("statistics.__dict__")`.
+
+BANNED_MODULES = BANNED_MODULES | {
+    "timeit",  # Timer(stmt, setup) compiles and runs code strings
+    "cProfile",  # run("code")
+    "profile",
+    "pdb",
+    "bdb",
+    "trace",
+    "doctest",  # runs code found in docstrings
+    "pydoc",  # locate("gc.get_objects"), importfile(path)
+    "unittest",  # mock.patch("module.attr", ...) monkey-patches by a dotted string
+    "codeop",
+    "xmlrpc",
+}
+BANNED_DOTTED = BANNED_DOTTED | {
+    "torch.overrides",  # TorchFunctionMode: a hook on every torch call the harness makes
+    "torch.utils._python_dispatch",  # TorchDispatchMode: the same at the aten level
+    "torch.utils.benchmark",  # Timer(stmt=...) runs code strings through timeit
+    "torch.hub",  # import_module(name, path), load(...): code from files
+    "torch._utils",  # _import_dotted_name("sys.modules"): imports and getattr by string
+    "logging.config",  # _resolve / dictConfig factories import by string
+    "numpy.lib.stride_tricks",  # as_strided without bounds: any address in the process
+}
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "TorchFunctionMode",
+    "BaseTorchFunctionMode",
+    "TorchDispatchMode",
+    "__torch_function__",
+    "__torch_dispatch__",
+    "_push_mode",
+    "_pop_mode",
+    "_push_on_torch_function_stack",
+    "_push_on_torch_dispatch_stack",
+    "_set_torch_function_mode",
+    "_python_dispatch",
+    "overrides",
+    "__enter__",  # a context entered by hand and never left: global state (a mode) that outlives the call
+    "__exit__",
+    "enter_context",
+    "_import_dotted_name",
+    "import_module",
+    "locate",
+    "importfile",
+    "stride_tricks",
+}
+# Method names no kernel defines: they make an object a hook on every torch call (a mode, a subclass).
+BANNED_DEFINITIONS = frozenset({"__torch_function__", "__torch_dispatch__", "__init_subclass__", "__del__"})
+# Module objects may be used as the first argument of these (the dtype idiom `getattr(torch, name)`).
+MODULE_ARG_OK = frozenset({"getattr", "hasattr"})
+
+
+def main_block_nodes(tree: ast.Module) -> set[int]:
+    """Nodes inside top-level `if __name__ == "__main__":` bodies: they never run when the harness imports
+    the kernel (agents keep their own benchmarks there: `sys.argv`, `timeit`, ...). Empty when `__name__`
+    is rebound anywhere (the block could then be made to run)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+            return set()
+        if isinstance(node, ast.alias) and node.asname == "__name__":
+            return set()
+        if isinstance(node, ast.arg) and node.arg == "__name__":
+            return set()
+        if isinstance(node, ast.Global | ast.Nonlocal) and "__name__" in node.names:
+            return set()
+    skipped: set[int] = set()
+    for stmt in tree.body:
+        if isinstance(stmt, ast.If) and _is_main_test(stmt.test):
+            skipped |= {id(n) for child in stmt.body for n in ast.walk(child)}
+    return skipped
+
+
+def _is_main_test(test: ast.expr) -> bool:
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)):
+        return False
+    sides = [test.left, test.comparators[0]]
+    names = [s for s in sides if isinstance(s, ast.Name) and s.id == "__name__"]
+    mains = [s for s in sides if _literal(s) == "__main__"]
+    return len(names) == 1 and len(mains) == 1
+
+
+def import_aliases(tree: ast.Module) -> dict[str, str]:
+    """Local name -> dotted module it stands for (`import torch.utils.benchmark as tb`: tb -> that)."""
+    out: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for a in node.names:
+                out[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for a in node.names:
+                out[a.asname or a.name] = f"{node.module}.{a.name}"
+    return out
+
+
+def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
+
+
+def own_instance(target: ast.Attribute, name: str | None, parents: dict[int, ast.AST]) -> bool:
+    """Whether `name.attr = ...` sets state on the instance (or class, or autograd ctx) a method received:
+    `name` is the first parameter of the nearest function that binds it, that function is defined in a
+    class body, and the name is never rebound in it. `self = statistics; self.median = f` at module level
+    (or in a plain function) is a patch under a harmless-looking name."""
+    if name is None:
+        return False
+    node: ast.AST | None = parents.get(id(target))
+    while node is not None and not isinstance(node, ast.Module):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            params = [*node.args.posonlyargs, *node.args.args]
+            bound = {a.arg for a in [*params, *node.args.kwonlyargs]}
+            bound |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
+            if name in bound:
+                in_class = isinstance(parents.get(id(node)), ast.ClassDef)
+                rebound = any(
+                    isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
+                    for n in ast.walk(node)
+                )
+                return in_class and bool(params) and params[0].arg == name and not rebound
+        node = parents.get(id(node))
+    return False
+
+
+def _round_three(
+    node: ast.AST, parents: dict[int, ast.AST], imported: set[str], aliases: dict[str, str]
+) -> list[str]:
+    found: list[str] = []
+    if isinstance(node, ast.Name) and node.id == "__name__" and not isinstance(node.ctx, ast.Load):
+        found.append("rebinds '__name__' (a `__main__` block could then run)")
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in BANNED_DEFINITIONS:
+        found.append(f"defines {node.name!r} (a hook on torch calls or object lifetimes)")
+    if isinstance(node, ast.Attribute) and not isinstance(parents.get(id(node)), ast.Attribute):
+        dotted = _dotted(node, aliases) or ""
+        hit = next((d for d in sorted(BANNED_DOTTED) if dotted == d or dotted.startswith(d + ".")), None)
+        if hit:
+            found.append(f"uses {hit!r}")
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in imported:
+        parent = parents.get(id(node))
+        as_value = not (isinstance(parent, ast.Attribute) and parent.value is node)
+        if isinstance(parent, ast.Call) and parent.args and parent.args[0] is node:
+            as_value = not (isinstance(parent.func, ast.Name) and parent.func.id in MODULE_ARG_OK)
+        if as_value:
+            found.append(f"uses the module {node.id!r} as a value (an alias escapes the checks)")
+    return found
