@@ -158,8 +158,9 @@ def scan_source(source: str, filename: str) -> list[str]:
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import)]
     imported = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
     aliases = import_aliases(tree)
+    own_ops = own_custom_ops(tree, aliases)
     for node in ast.walk(tree):
-        if id(node) in skipped:
+        if id(node) in skipped or id(node) in own_ops:
             continue
         found.extend(
             f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
@@ -539,3 +540,74 @@ def _round_three(
         if as_value:
             found.append(f"uses the module {node.id!r} as a value (an alias escapes the checks)")
     return found
+
+
+# torch.library as a kernel declares its own operator (`@torch.library.custom_op("mykern::rmsnorm", ...)`,
+# `triton_op`, `wrap_triton`, `register_fake`): honest, and common. What stays banned is reaching an
+# operator torch already has (aten::equal, which checks rely on) or a Library object (IMPL into any one).
+OWN_OP_CALLS = frozenset({"custom_op", "triton_op", "register_fake", "wrap_triton"})
+TORCH_NAMESPACES = frozenset(
+    {
+        "aten",
+        "prims",
+        "prim",
+        "quantized",
+        "_quantized",
+        "quantized_decomposed",
+        "c10d",
+        "_c10d_functional",
+        "c10d_functional",
+        "_dtensor",
+        "higher_order",
+        "inductor",
+        "profiler",
+        "mkldnn",
+        "onednn",
+        "rngprims",
+        "debugprims",
+        "torchvision",
+        "torchaudio",
+        "fbgemm",
+        "triton",
+        "_test",
+        "mkl",
+        "xnnpack",
+        "sparse",
+    }
+)
+
+
+def _own_op_call(call: ast.Call, func: str | None) -> bool:
+    """A torch.library call that declares (or wraps) an operator in a namespace of the kernel's own."""
+    name = (func or "").rpartition(".")[2]
+    if not (func or "").startswith("torch.library.") or name not in OWN_OP_CALLS:
+        return False
+    if name == "wrap_triton":
+        return True
+    qualified = _literal(call.args[0]) if call.args else None
+    namespace = (qualified or "").partition("::")[0]
+    return bool(namespace) and "::" in (qualified or "") and namespace not in TORCH_NAMESPACES
+
+
+def own_custom_ops(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
+    """Nodes exempt from the torch.library ban: the `torch.library` chain of an own-operator call, and
+    `from torch.library import custom_op, ...` when every use of those names is such a call."""
+    exempt: set[int] = set()
+    bare: dict[str, bool] = {}  # name imported from torch.library -> every use is an own-op call
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        if isinstance(node.func, ast.Attribute) and _own_op_call(node, _dotted(node.func, aliases)):
+            exempt |= {id(n) for n in ast.walk(node.func)}
+    calls = {id(n.func): n for n in ast.walk(tree) if isinstance(n, ast.Call)}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and aliases.get(node.id, "").startswith("torch.library."):
+            call = calls.get(id(node))
+            ok = call is not None and _own_op_call(call, aliases[node.id])
+            bare[node.id] = bare.get(node.id, True) and ok
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module == "torch.library" and not node.level:
+            names = [a.asname or a.name for a in node.names]
+            if all(a.name in OWN_OP_CALLS for a in node.names) and all(bare.get(n, True) for n in names):
+                exempt.add(id(node))
+    return exempt
