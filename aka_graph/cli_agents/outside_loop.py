@@ -14,6 +14,11 @@ What the campaign keeps control of:
 - **The claims.** A line `{"type": "claim", "objective_us": X}` on stdout is a claim; after the run the
   tree is re-scored by our evaluator and both numbers are reported. The campaign then evaluates and
   verifies the candidate as it would any agent's.
+- **Private cases (production mode).** A run that comes with an agent sandbox (`AgentRun.sandbox`: the
+  campaign sets one on every agent run in production mode; or `private=True`) treats the task's cases as
+  private: the shim's output, the driver log and the re-scoring keep statuses, objectives and digests,
+  never the evaluator's messages, and every evaluation job's files live in a scratch directory outside
+  the workspace, removed when the run ends.
 - **Tokens.** Lines `{"type": "tokens", "input": N, "output": M, "cache_read": .., "cache_write": ..}`
   (increments) are summed and count against the token budget, which can stop the loop mid-run.
 
@@ -32,6 +37,7 @@ import shlex
 import shutil
 import stat
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -48,7 +54,7 @@ from aka_graph.cli_agents.base import (
 )
 from aka_graph.cli_agents.process import TranscriptPaths, run_streaming
 from aka_graph.process_tree import kill_tree, session_members
-from aka_graph.tasks.driver import write_config
+from aka_graph.tasks.driver import withheld, write_config
 from aka_graph.tasks.guard import GuardReport, HarnessGuard
 from aka_graph.tasks.loader import LoadedTask, TaskFileError, load_task
 from aka_graph.tasks.seeding import TREE_DIR
@@ -76,6 +82,7 @@ class OutsideLoopBackend:
         isolation: str = "auto",
         sandbox: Any = None,
         term_grace_s: float = 3.0,
+        private: bool | None = None,
     ) -> None:
         self.command = list(command)
         self.task = Path(task)
@@ -86,6 +93,7 @@ class OutsideLoopBackend:
         self.isolation = isolation
         self.sandbox = sandbox
         self.term_grace_s = term_grace_s
+        self.private = private  # None: private exactly when the run is sandboxed (production mode)
 
     @classmethod
     def from_environment(cls) -> OutsideLoopBackend:
@@ -106,6 +114,16 @@ class OutsideLoopBackend:
 
     # ---- one episode -----------------------------------------------------------------------------
     def run(self, run: AgentRun, on_tokens: TokenObserver | None = None) -> AgentResult:
+        private = self.private if self.private is not None else run.sandbox is not None
+        scratch = Path(tempfile.mkdtemp(prefix="aka-outside-loop-")) if private else None
+        try:
+            return self._run(run, on_tokens, scratch)
+        finally:
+            if scratch is not None:
+                shutil.rmtree(scratch, ignore_errors=True)
+
+    def _run(self, run: AgentRun, on_tokens: TokenObserver | None, scratch: Path | None) -> AgentResult:
+        """One episode; `scratch` (production mode): where evaluation jobs keep their files."""
         loaded = load_task(self.task)
         cwd = Path(run.cwd)
         tree = cwd / self.tree_subdir if self.tree_subdir else cwd
@@ -113,7 +131,7 @@ class OutsideLoopBackend:
         guard = HarnessGuard(loaded, self.pristine or loaded.tree)
         baseline = guard.snapshot(tree)
         git_start = _git_head_and_changes(cwd)
-        shim = self._write_shim(loaded, tree, state, baseline)
+        shim = self._write_shim(loaded, tree, state, baseline, scratch)
         loop_state = state / "loop"
         loop_state.mkdir(parents=True, exist_ok=True)
         prompt_file = state / "prompt.md"
@@ -175,7 +193,8 @@ class OutsideLoopBackend:
             problems.append(f"edits outside the editable set (reverted): {', '.join(forbidden)}")
         if problems:  # nothing this run produced may be scored
             _reset_editable(cwd, tree, loaded, git_start)
-        rescored = None if problems else self._rescore(loaded, tree, state, claims)
+        jobs, private = scratch or state, scratch is not None
+        rescored = None if problems else self._rescore(loaded, tree, jobs, claims, private)
         summary = {
             "claims": claims,
             "rescored": rescored,
@@ -201,7 +220,9 @@ class OutsideLoopBackend:
             stopped=stopped,
         )
 
-    def _write_shim(self, loaded: LoadedTask, tree: Path, state: Path, baseline: dict[str, str]) -> Path:
+    def _write_shim(
+        self, loaded: LoadedTask, tree: Path, state: Path, baseline: dict[str, str], scratch: Path | None
+    ) -> Path:
         config = write_config(
             state / "driver.json",
             task=loaded.path,
@@ -212,6 +233,8 @@ class OutsideLoopBackend:
             seeds=self.seeds,
             baseline=baseline,
             isolation=self.isolation,
+            private=scratch is not None,
+            scratch_root=scratch,
         )
         shim = state / "bin" / "aka-driver"
         shim.parent.mkdir(parents=True, exist_ok=True)
@@ -226,9 +249,10 @@ class OutsideLoopBackend:
         return shim
 
     def _rescore(
-        self, loaded: LoadedTask, tree: Path, state: Path, claims: list[dict[str, Any]]
+        self, loaded: LoadedTask, tree: Path, jobs: Path, claims: list[dict[str, Any]], private: bool
     ) -> dict[str, Any] | None:
-        """Our evaluator on the tree the loop left: the only number anything may be promoted on."""
+        """Our evaluator on the tree the loop left: the only number anything may be promoted on (its job
+        files under `jobs`; `private`: the message withheld)."""
         if not claims:
             return None
         from aka_graph.tasks.evaluator import CommandTaskEvaluator
@@ -239,11 +263,12 @@ class OutsideLoopBackend:
             sandbox,
             loaded.path,
             tree,
-            state / "rescore",
+            jobs / "rescore",
             seeds=self.seeds,
             timeout_s=3600,
             gpu_index=None,
             device=self.device,
+            private_shapes=private,
         )
         claimed = claims[-1].get("objective_us")
         confirmed = result.status == "PASS" and isinstance(claimed, int | float)
@@ -252,7 +277,7 @@ class OutsideLoopBackend:
             "objective_us": result.summary.objective,
             "sha256": result.kernel_sha256,
             "claimed_objective_us": claimed,
-            "message": result.message[-500:],
+            "message": withheld(result.status) if private else result.message[-500:],
             "ratio_to_claim": (result.summary.objective / claimed) if confirmed and claimed else None,
         }
 

@@ -1,5 +1,6 @@
-"""finish: the stop reason, the final report (Markdown + plot), `submission.json` for SOL problems, and in
-production mode the final privacy check, whose failure voids the campaign (no submission, non-zero exit)."""
+"""finish: the stop reason, the final report (Markdown + plot), `submission.json` for SOL problems and
+command tasks, and in production mode the final privacy check, whose failure voids the campaign (no
+submission, non-zero exit)."""
 
 from __future__ import annotations
 
@@ -94,6 +95,10 @@ def finish(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str,
         from aka_graph.tools.records.submission import write_submission
 
         submission = write_submission(ws.root, Path(target.op_dir), Path(state.incumbent.kernel_path))
+    elif target.op_format == "command" and state.incumbent is not None:  # the incumbent's editable files
+        from aka_graph.tasks.submission import write_task_submission
+
+        submission = write_task_submission(ws.root, Path(target.op_dir), Path(state.incumbent.kernel_path))
     failed = None
     if target.production:
         problems = final_policy_check(ws, Path(target.op_dir))

@@ -7,13 +7,21 @@ tree's harness files with the snapshot taken when the episode started: a change 
 and the call refused (exit 3). Every result is appended to the episode's driver log with the sources'
 sha256, so what the loop saw can be checked against what our evaluator says afterwards. Prints one JSON
 line: {"status", "objective_us", "sha256", "message"}; exit 0 on PASS, 1 otherwise, 2 on bad usage.
+
+In production mode (`private` in the config) the task's cases are private: the output and the log keep
+the status, the objective (a geomean over the scored cases, as production records keep it) and the
+sha256, never the evaluator's message (it names cases and carries the job's output), and every job's
+files (the spec with the cases, the raw output) go to a scratch directory outside the workspace that is
+removed after the call.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -21,6 +29,7 @@ from typing import Any
 from aka_graph.tasks.evaluator import CommandTaskEvaluator
 from aka_graph.tasks.guard import HarnessGuard
 from aka_graph.tasks.loader import TaskFileError, load_task
+from aka_graph.tools.records.privacy import WITHHELD
 
 STOP_AFTER = {"compile": "build", "check": "correctness", "bench": None}
 EXIT_TAMPERED = 3
@@ -37,8 +46,11 @@ def write_config(
     seeds: int,
     baseline: dict[str, str],
     isolation: str = "auto",
+    private: bool = False,
+    scratch_root: Path | None = None,
 ) -> Path:
-    """The driver's configuration for one episode (the baseline is the guard's snapshot at its start)."""
+    """The driver's configuration for one episode (the baseline is the guard's snapshot at its start;
+    `private`: production mode, job files under `scratch_root`, outside the workspace)."""
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / "guard_baseline.json").write_text(json.dumps(baseline))
     path.write_text(
@@ -51,6 +63,8 @@ def write_config(
                 "device": device,
                 "seeds": seeds,
                 "isolation": isolation,
+                "private": private,
+                "scratch_root": str(scratch_root) if scratch_root else None,
             },
             indent=1,
         )
@@ -76,25 +90,41 @@ def run(config: dict[str, Any], action: str) -> tuple[int, dict[str, Any]]:
         out = {"status": "FORBIDDEN_EDIT", "objective_us": None, "sha256": None, "message": report.message()}
         _log(state, call, action, out)
         return EXIT_TAMPERED, out
-    result = CommandTaskEvaluator().evaluate(
-        LocalSandbox(isolation=config.get("isolation", "auto")),
-        Path(config["task"]),
-        tree,
-        state / "calls" / str(call),
-        seeds=int(config["seeds"]),
-        timeout_s=3600,
-        gpu_index=None,
-        device=config["device"],
-        stop_after=STOP_AFTER[action],
+    private = bool(config.get("private"))
+    results = (
+        Path(tempfile.mkdtemp(prefix="aka-driver-", dir=config.get("scratch_root")))
+        if private
+        else state / "calls" / str(call)
     )
+    try:
+        result = CommandTaskEvaluator().evaluate(
+            LocalSandbox(isolation=config.get("isolation", "auto")),
+            Path(config["task"]),
+            tree,
+            results,
+            seeds=int(config["seeds"]),
+            timeout_s=3600,
+            gpu_index=None,
+            device=config["device"],
+            stop_after=STOP_AFTER[action],
+            private_shapes=private,
+        )
+    finally:
+        if private:
+            shutil.rmtree(results, ignore_errors=True)
     out = {
         "status": result.status,
         "objective_us": result.summary.objective,
         "sha256": result.kernel_sha256,
-        "message": result.message[-1500:],
+        "message": withheld(result.status) if private else result.message[-1500:],
     }
     _log(state, call, action, out)
     return (0 if result.status == "PASS" else 1), out
+
+
+def withheld(status: str) -> str:
+    """What a private result may say: its status only (the message names cases and carries job output)."""
+    return f"{status} ({WITHHELD})"
 
 
 def _log(state: Path, call: int, action: str, out: dict[str, Any]) -> None:

@@ -1,7 +1,8 @@
 """A command task through the real graph (`python -m aka_graph run --op-dir <task>`): V0 is the unmodified
 minikern tree; a fast episode's replay trials are a harness edit (FORBIDDEN_EDIT), a broken C++ build
 (COMPILE_ERROR), a kernel wrong only at the scored shape (INCORRECT) and a faster kernel, verified AB x3
-in one job and promoted; only editable files enter the campaign's git."""
+in one job and promoted; only editable files enter the campaign's git; the report and submission.json come
+out as for an operator."""
 
 from __future__ import annotations
 
@@ -101,3 +102,12 @@ def test_command_task_campaign_through_the_graph(tmp_path: Path) -> None:
         VARIANTS / "triton_ops_fast.py"
     ).read_bytes()
     assert not any(p.startswith("tree/bench") for p in repo.git.ls_files().splitlines())
+    # it ends as an operator campaign does: a report and a submission (the incumbent's editable files)
+    assert "minikern_scale_rows" in (root / "report" / "report.md").read_text()
+    submission = json.loads((root / "submission.json").read_text())
+    assert submission["definition"] == "minikern_scale_rows"
+    assert submission["spec"]["target_hardware"] == ["cpu"]
+    sources = {s["path"]: s["content"] for s in submission["sources"]}
+    assert sources.keys() == {"csrc/native.cpp", "minikern/triton_ops.py"}
+    assert sources["minikern/triton_ops.py"] == (VARIANTS / "triton_ops_fast.py").read_text()
+    assert "submission.json" in repo.git.ls_files().splitlines()  # committed, as for an operator

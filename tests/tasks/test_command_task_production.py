@@ -113,5 +113,8 @@ def test_a_production_command_task_campaign_leaks_no_private_case(tmp_path: Path
     transcripts = list((root / "transcripts").rglob("*.jsonl"))
     assert len(transcripts) >= 4 and any("prompt" in t.read_text() for t in transcripts)
 
+    submission = json.loads((root / "submission.json").read_text())  # covered by the audit below
+    assert [s["path"] for s in submission["sources"]] == ["csrc/native.cpp", "minikern/triton_ops.py"]
+
     assert audit(workspace, root) == {}
     assert "Privacy check passed" in (root / "report" / "report.md").read_text()

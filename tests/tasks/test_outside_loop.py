@@ -14,9 +14,11 @@ import pytest
 from aka_graph.cli_agents.base import AgentRun
 from aka_graph.cli_agents.outside_loop import OutsideLoopBackend
 from aka_graph.cli_agents.registry import make_backend
+from aka_graph.cli_agents.sandbox import AgentSandbox
 from aka_graph.tasks.loader import load_task
 from aka_graph.tasks.seeding import seed_workspace
 from tests.tasks.conftest import FIXTURE, VARIANTS
+from tests.tasks.test_command_task_production import hits
 from tests.tasks.test_seeding_guard import campaign_repo
 
 LOOP = FIXTURE / "scripted_loop.py"
@@ -115,3 +117,53 @@ def test_registry_builds_the_backend_from_the_environment(minikern: Path, monkey
     monkeypatch.setenv("AKA_OUTSIDE_LOOP_COMMAND", "")
     with pytest.raises(Exception, match="AKA_OUTSIDE_LOOP_COMMAND"):
         make_backend("outside-loop").check_ready()
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+def test_in_production_mode_nothing_the_loop_sees_names_a_private_case(
+    sandbox, minikern: Path, tmp_path: Path
+) -> None:
+    """A sandboxed run (production mode) of the optimizing loop on the task with private cases: the shim's
+    answers, the driver log, the re-scoring and every file the episode left (worktree, transcripts, the
+    loop's state) carry statuses, objectives and digests only; the jobs' files are gone."""
+    ws = tmp_path / "ws"
+    campaign_repo(ws)
+    task = minikern / "aka_task_private.toml"
+    seed_workspace(load_task(task), ws)
+    backend = OutsideLoopBackend(
+        [sys.executable, str(LOOP), "optimize", str(tmp_path / "pids.json")],
+        task,
+        device="cpu",
+        seeds=1,
+        sandbox=sandbox,
+        term_grace_s=1.0,
+    )
+    run = AgentRun(
+        role="implementer",
+        prompt="make minikern faster",
+        cwd=ws,
+        timeout_s=900,
+        transcript_dir=tmp_path / "transcripts",
+        labels={"episode": "1", "trial": "1"},
+        sandbox=AgentSandbox(writable=(ws,), mode="none"),
+    )
+    result = backend.run(run)
+    assert result.ok, result.error
+    state = tmp_path / "transcripts" / "outside_loop"
+    log = [json.loads(x) for x in (state / "driver_log.jsonl").read_text().splitlines()]
+    assert [(e["action"], e["status"], e["message"]) for e in log] == [
+        ("compile", "COMPILE_ERROR", "COMPILE_ERROR (details withheld: private shapes)"),
+        ("bench", "PASS", "PASS (details withheld: private shapes)"),
+    ]
+    rescored = json.loads(result.final_text)["rescored"]
+    assert rescored["status"] == "PASS" and rescored["objective_us"] > 0
+    assert rescored["message"] == "PASS (details withheld: private shapes)"
+    scratch = json.loads((state / "driver.json").read_text())["scratch_root"]
+    assert scratch and not Path(scratch).exists()  # the jobs' files (cases included) are removed
+    leaks = {
+        str(p.relative_to(tmp_path)): hits(p.read_bytes().decode("utf-8", errors="replace"))
+        for p in tmp_path.rglob("*")
+        if p.is_file() and not p.is_relative_to(minikern) and ".git" not in p.parts
+    }
+    assert {where: found for where, found in leaks.items() if found} == {}
