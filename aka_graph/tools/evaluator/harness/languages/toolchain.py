@@ -15,19 +15,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .cutlass_pkgs import CUTE_DSL_HINT, activate_cute_dsl
+from .cutlass_pkgs import cutlass_include_dirs as cutlass_include_dirs  # re-exported for the build
 from .errors import MissingToolchain
 
 # Python kernel languages: the module that must import and the package that provides it.
 PYTHON_FRAMEWORK_MODULES: dict[str, tuple[str, str]] = {
     "triton": ("triton", "pip install triton"),
     "gluon": ("triton.experimental.gluon", "pip install 'triton>=3.5' (Gluon ships with Triton)"),
-    "cute_dsl": ("cutlass.cute", "pip install nvidia-cutlass-dsl"),
+    "cute_dsl": ("cutlass.cute", CUTE_DSL_HINT),
     "cutile": ("cuda.tile", "pip install cuda-tile"),
     "cudnn_frontend": ("cudnn", "pip install nvidia-cudnn-frontend"),
 }
-
-CUTLASS_ENV = ("CUTLASS_DIR", "CUTLASS_PATH", "CUTLASS_HOME")
-CUTLASS_DIRS = ("/usr/local/cutlass", "/opt/cutlass")
 
 
 def module_available(name: str) -> bool:
@@ -40,6 +39,8 @@ def module_available(name: str) -> bool:
 
 def require_python_framework(language: str) -> None:
     entry = PYTHON_FRAMEWORK_MODULES.get(language)
+    if language == "cute_dsl" and entry is not None and not module_available(entry[0]):
+        activate_cute_dsl()  # a DSL installed with pip --target: its .pth was never read
     if entry is not None and not module_available(entry[0]):
         module, install = entry
         raise MissingToolchain(
@@ -105,32 +106,6 @@ def require_cuda(
         nvcc = Path(found)
         home = str(nvcc.resolve().parent.parent)
     tc.nvcc, tc.cuda_home = str(nvcc), home
-
-
-def cutlass_include_dirs(env: Mapping[str, str], extra_roots: tuple[str, ...] = CUTLASS_DIRS) -> list[str]:
-    """CUTLASS's `include` and `tools/util/include`: $CUTLASS_DIR (as SOL-ExecBench), $CUTLASS_PATH,
-    /usr/local/cutlass, or the `nvidia-cutlass` wheel (cutlass_library/source)."""
-    roots = [env[v] for v in CUTLASS_ENV if env.get(v)] + list(extra_roots)
-    spec = None
-    try:
-        spec = importlib.util.find_spec("cutlass_library")
-    except (ImportError, ValueError):
-        spec = None
-    if spec is not None and spec.origin:
-        roots.append(str(Path(spec.origin).parent / "source"))
-    for root in roots:
-        inc = Path(root) / "include"
-        if (inc / "cutlass" / "cutlass.h").is_file():
-            dirs = [str(inc)]
-            util = Path(root) / "tools" / "util" / "include"
-            if util.is_dir():
-                dirs.append(str(util))
-            return dirs
-    raise MissingToolchain(
-        "the candidate uses CUTLASS but its headers were not found (looked in $CUTLASS_DIR, $CUTLASS_PATH, "
-        f"{', '.join(CUTLASS_DIRS)} and the nvidia-cutlass wheel): pip install nvidia-cutlass, or set "
-        "CUTLASS_DIR to a CUTLASS checkout"
-    )
 
 
 def _nvidia_package_dirs() -> list[Path]:
