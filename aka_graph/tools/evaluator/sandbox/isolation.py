@@ -110,6 +110,8 @@ HOST_RUNTIME_VARS = (
     "NCCL_NVLS_ENABLE",
     "TORCH_SYMM_MEM_DISABLE_MULTICAST",
     "NVSHMEM_DISABLE_NVLS",
+    "CUTLASS_DIR",  # where the cutlass language's headers are (harness/languages/cutlass_pkgs.py)
+    "CUTLASS_PATH",
 )
 
 
