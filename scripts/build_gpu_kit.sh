@@ -7,9 +7,17 @@
 #   .gpu/debs/         bubblewrap and its libraries, so jobs are isolated there as on a development host
 #   .gpu/shared/       a copy of ../shared/fixtures (the device receives this repository only)
 #   .gpu/sol/          the SOL-ExecBench CLI's source (from a `fetch`ed mirror; never committed) and the
-#                      wheels its triton/pytorch/C++ paths import, for the side-by-side timing
+#                      wheels its triton/pytorch/C++ paths import that the image lacks, for the side-by-side
+#                      timing: apache-tvm-ffi, torch-c-dlpack-ext, cupti-python and pyelftools (cupti-python
+#                      imports elftools; the image has click, rich, safetensors, numpy, cuda-bindings)
 # Usage: bash scripts/build_gpu_kit.sh [SOL_EXECBENCH_GIT_DIR]   (idempotent; re-run after a dependency changes)
 # Then name `.gpu` in the device call's `carry`; benchmarks/gpu_demo.sh and benchmarks/gpu_session.sh use it.
+#
+# The CuTe DSL (nvidia-cutlass-dsl) is NOT in .gpu: a device call carries 64 MiB in all and the kit is
+# ~51 MB, while the DSL is ~97 MB of wheels for CUDA 13 (4.8: libs-base 3 MB + libs-core 1.6 MB + libs-cu13
+# 92 MB) or one 59 MB wheel (4.3.5, the last single-wheel release, built for CUDA 12.9: the H200's CUDA 13
+# driver should run it, not yet tried there). KIT_CUTE_DSL=1 puts that wheel alone in the git-ignored
+# .gpu_dsl/, for a device call of its own that carries only `.gpu_dsl` (56 MiB).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SOL_GIT=${1:-/work/.mirror/NVIDIA+SOL-ExecBench/repo}
@@ -55,8 +63,14 @@ if [ -d "$SOL_GIT" ]; then
   echo "== SOL-ExecBench CLI from $SOL_GIT"
   rm -rf .gpu/sol/src && mkdir -p .gpu/sol/src
   git --git-dir "$SOL_GIT" archive HEAD src examples | tar -x -C .gpu/sol/src
-  "${PIP[@]}" --no-deps -d .gpu/sol/whl cupti-python apache-tvm-ffi torch-c-dlpack-ext || true
+  "${PIP[@]}" --no-deps -d .gpu/sol/whl cupti-python apache-tvm-ffi torch-c-dlpack-ext pyelftools || true
 else
   echo "(no SOL-ExecBench mirror at $SOL_GIT: the side-by-side timing will be skipped)"
+fi
+if [ "${KIT_CUTE_DSL:-0}" = 1 ]; then
+  echo "== CuTe DSL (one wheel, for a device call of its own: carry .gpu_dsl)"
+  mkdir -p .gpu_dsl
+  "${PIP[@]}" --no-deps -d .gpu_dsl 'nvidia-cutlass-dsl==4.3.5'
+  du -sh .gpu_dsl
 fi
 du -sh .gpu .gpu/* | sort -k2
