@@ -16,9 +16,12 @@ What the campaign keeps control of:
   verifies the candidate as it would any agent's.
 - **Private cases (production mode).** A run that comes with an agent sandbox (`AgentRun.sandbox`: the
   campaign sets one on every agent run in production mode; or `private=True`) treats the task's cases as
-  private: the shim's output, the driver log and the re-scoring keep statuses, objectives and digests,
-  never the evaluator's messages, and every evaluation job's files live in a scratch directory outside
-  the workspace, removed when the run ends.
+  private: the loop runs confined in that sandbox (its worktree, its own installation, and an exchange
+  directory outside the workspace with its prompt, its state and the shim), the shim is a client of the
+  driver served from this process (`tasks/driver_service.py`: the task file stays out of the loop's
+  reach), its answers, the driver log and the re-scoring keep statuses, objectives and digests, never
+  the evaluator's messages, and every evaluation job's files live in a scratch directory the loop cannot
+  see, removed when the run ends.
 - **Tokens.** Lines `{"type": "tokens", "input": N, "output": M, "cache_read": .., "cache_write": ..}`
   (increments) are summed and count against the token budget, which can stop the loop mid-run.
 
@@ -53,8 +56,10 @@ from aka_graph.cli_agents.base import (
     TokenUsage,
 )
 from aka_graph.cli_agents.process import TranscriptPaths, run_streaming
+from aka_graph.cli_agents.sandbox import AgentSandbox, sandboxed_argv
 from aka_graph.process_tree import kill_tree, session_members
 from aka_graph.tasks.driver import withheld, write_config
+from aka_graph.tasks.driver_service import DriverService, write_client
 from aka_graph.tasks.guard import GuardReport, HarnessGuard
 from aka_graph.tasks.loader import LoadedTask, TaskFileError, load_task
 from aka_graph.tasks.seeding import TREE_DIR
@@ -131,10 +136,13 @@ class OutsideLoopBackend:
         guard = HarnessGuard(loaded, self.pristine or loaded.tree)
         baseline = guard.snapshot(tree)
         git_start = _git_head_and_changes(cwd)
+        # the loop's view: the shim, its prompt and its own state (production: an exchange directory, the
+        # only campaign path besides the worktree that the confined loop sees; the driver is a service)
+        exchange = scratch / "exchange" if scratch is not None else state
         shim = self._write_shim(loaded, tree, state, baseline, scratch)
-        loop_state = state / "loop"
+        loop_state = exchange / "loop"
         loop_state.mkdir(parents=True, exist_ok=True)
-        prompt_file = state / "prompt.md"
+        prompt_file = exchange / "prompt.md"
         prompt_file.write_text(run.prompt)
         deadline = time.time() + run.timeout_s
         values = {
@@ -153,6 +161,11 @@ class OutsideLoopBackend:
             "AKA_LOOP_STATE": str(loop_state),  # the loop's own files belong here, not in the worktree
             "PATH": f"{shim.parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
+        service = None
+        if scratch is not None:  # production: the task file is not the loop's to read
+            env.pop(TASK_ENV, None)
+            argv = confined_argv(run.sandbox, argv, cwd=cwd, environ=env, exchange=exchange)
+            service = DriverService(exchange / "driver.sock", self._driver_handler(state)).start()
         tokens, claims = TokenUsage(accuracy="unavailable"), []
 
         def on_line(line: str) -> str | None:
@@ -172,18 +185,24 @@ class OutsideLoopBackend:
             return None
 
         transcript = TranscriptPaths.allocate(Path(run.transcript_dir), self.name, run.role)
-        outcome = run_streaming(
-            argv,
-            cwd=cwd,
-            env=env,
-            timeout_s=run.timeout_s,
-            transcript=transcript,
-            on_line=on_line,
-            term_grace_s=self.term_grace_s,
-        )
-        survivors = session_members(outcome.pid) if outcome.pid > 0 else []
-        if survivors:  # left the process group but not the session: killed all the same
-            kill_tree(outcome.pid, grace_s=self.term_grace_s)
+        try:
+            outcome = run_streaming(
+                argv,
+                cwd=cwd,
+                env=env,
+                timeout_s=run.timeout_s,
+                transcript=transcript,
+                on_line=on_line,
+                term_grace_s=self.term_grace_s,
+            )
+            survivors = session_members(outcome.pid) if outcome.pid > 0 else []
+            if survivors:  # left the process group but not the session: killed all the same
+                kill_tree(outcome.pid, grace_s=self.term_grace_s)
+        finally:
+            if service is not None:
+                service.close()
+        if exchange != state:  # the loop's own files, kept with the episode's records
+            shutil.copytree(loop_state, state / "loop", dirs_exist_ok=True, symlinks=True)
         report = guard.enforce(tree, baseline, state / "guard.jsonl", role=run.role, **run.labels)
         forbidden = _revert_outside_editable(cwd, tree, loaded, git_start)
         problems = []
@@ -220,9 +239,24 @@ class OutsideLoopBackend:
             stopped=stopped,
         )
 
+    def _driver_handler(self, state: Path) -> Any:
+        """The service's handler: the driver on this episode's configuration (production mode)."""
+        from aka_graph.tasks.driver import STOP_AFTER, run
+
+        config = json.loads((state / "driver.json").read_text())
+
+        def handle(action: str) -> tuple[int, dict[str, Any]]:
+            if action not in STOP_AFTER:
+                return 2, {"status": "BAD_REQUEST", "objective_us": None, "sha256": None,
+                           "message": f"unknown action; use one of {sorted(STOP_AFTER)}"}
+            return run(config, action)
+
+        return handle
+
     def _write_shim(
         self, loaded: LoadedTask, tree: Path, state: Path, baseline: dict[str, str], scratch: Path | None
     ) -> Path:
+        """The loop's `aka-driver`: it runs the driver itself, or (production) asks the driver service."""
         config = write_config(
             state / "driver.json",
             task=loaded.path,
@@ -234,8 +268,12 @@ class OutsideLoopBackend:
             baseline=baseline,
             isolation=self.isolation,
             private=scratch is not None,
-            scratch_root=scratch,
+            scratch_root=scratch / "jobs" if scratch is not None else None,
         )
+        if scratch is not None:
+            (scratch / "jobs").mkdir(parents=True, exist_ok=True)
+            exchange = scratch / "exchange"
+            return write_client(exchange / "bin" / "aka-driver", exchange / "driver.sock")
         shim = state / "bin" / "aka-driver"
         shim.parent.mkdir(parents=True, exist_ok=True)
         shim.write_text(
@@ -280,6 +318,21 @@ class OutsideLoopBackend:
             "message": withheld(result.status) if private else result.message[-500:],
             "ratio_to_claim": (result.summary.objective / claimed) if confirmed and claimed else None,
         }
+
+
+def confined_argv(
+    sandbox: AgentSandbox | None, argv: list[str], *, cwd: Path, environ: dict[str, str], exchange: Path
+) -> list[str]:
+    """`argv` in the run's agent sandbox, which also lets the loop write the exchange directory and read
+    its own installation (the directories of the files its command line names)."""
+    if sandbox is None:
+        return argv
+    executable = Path(shutil.which(argv[0], path=environ.get("PATH")) or argv[0])
+    own = [Path(a).resolve().parent for a in argv[1:] if Path(a).is_file()]
+    return sandboxed_argv(
+        sandbox.with_paths(writable=[exchange]), argv, cwd=cwd, environ=environ, executable=executable,
+        extra_readable=own,
+    )
 
 
 def _fill(arg: str, values: dict[str, str]) -> str:

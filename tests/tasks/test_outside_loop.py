@@ -5,6 +5,7 @@ harness edits and edits outside the editable set caught and undone."""
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -121,46 +122,56 @@ def test_registry_builds_the_backend_from_the_environment(minikern: Path, monkey
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-def test_in_production_mode_nothing_the_loop_sees_names_a_private_case(
-    sandbox, minikern: Path, tmp_path: Path
+def test_in_production_mode_the_loop_is_confined_and_sees_no_private_case(
+    sandbox, minikern: Path, tmp_path: Path, monkeypatch
 ) -> None:
-    """A sandboxed run (production mode) of the optimizing loop on the task with private cases: the shim's
-    answers, the driver log, the re-scoring and every file the episode left (worktree, transcripts, the
-    loop's state) carry statuses, objectives and digests only; the jobs' files are gone."""
+    """A sandboxed run (production mode) of the optimizing loop on the task with private cases: the loop
+    runs confined (the operator's directory, with the task file, hidden from it) and reaches our driver
+    only through the shim's socket; the shim's answers, the driver log, the re-scoring and every file the
+    episode left (worktree, transcripts, the loop's state) carry statuses, objectives and digests only;
+    the jobs' files are gone; the helper the loop left behind is killed."""
     ws = tmp_path / "ws"
     campaign_repo(ws)
     task = minikern / "aka_task_private.toml"
     seed_workspace(load_task(task), ws)
+    loop = tmp_path / "loop"  # the loop's own installation (readable to it), outside the operator's dir
+    loop.mkdir()
+    shutil.copyfile(LOOP, loop / LOOP.name)
+    shutil.copytree(VARIANTS, loop / "variants")
+    monkeypatch.setenv("SCRIPTED_LOOP_SNOOP", str(task))
     backend = OutsideLoopBackend(
-        [sys.executable, str(LOOP), "optimize", str(tmp_path / "pids.json")],
-        task,
-        device="cpu",
-        seeds=1,
-        sandbox=sandbox,
-        term_grace_s=1.0,
-    )
+        [sys.executable, str(loop / LOOP.name), "optimize", "-"], task, device="cpu", seeds=1,
+        sandbox=sandbox, term_grace_s=1.0,
+    )  # fmt: skip
+    transcripts = tmp_path / "transcripts"
     run = AgentRun(
         role="implementer",
         prompt="make minikern faster",
         cwd=ws,
         timeout_s=900,
-        transcript_dir=tmp_path / "transcripts",
+        transcript_dir=transcripts,
         labels={"episode": "1", "trial": "1"},
-        sandbox=AgentSandbox(writable=(ws,), mode="none"),
+        sandbox=AgentSandbox(writable=(ws,), hidden=(minikern, transcripts), mode="auto"),
     )
     result = backend.run(run)
     assert result.ok, result.error
-    state = tmp_path / "transcripts" / "outside_loop"
+    output = Path(result.transcript_path).read_text()
+    assert '{"type": "snoop", "readable": false}' in output  # the task file is out of the loop's reach
+    state = transcripts / "outside_loop"
     log = [json.loads(x) for x in (state / "driver_log.jsonl").read_text().splitlines()]
     assert [(e["action"], e["status"], e["message"]) for e in log] == [
         ("compile", "COMPILE_ERROR", "COMPILE_ERROR (details withheld: private shapes)"),
         ("bench", "PASS", "PASS (details withheld: private shapes)"),
     ]
+    assert '"status": "PASS", "objective_us": ' in output  # the loop got the driver's answer
     rescored = json.loads(result.final_text)["rescored"]
     assert rescored["status"] == "PASS" and rescored["objective_us"] > 0
     assert rescored["message"] == "PASS (details withheld: private shapes)"
     scratch = json.loads((state / "driver.json").read_text())["scratch_root"]
     assert scratch and not Path(scratch).exists()  # the jobs' files (cases included) are removed
+    helper, grandchild = json.loads((state / "loop" / "pids.json").read_text())
+    assert not alive(helper) and not alive(grandchild)
+    assert (ws / "tree/minikern/triton_ops.py").read_bytes() == (VARIANTS / "triton_ops_fast.py").read_bytes()
     leaks = {
         str(p.relative_to(tmp_path)): hits(p.read_bytes().decode("utf-8", errors="replace"))
         for p in tmp_path.rglob("*")
