@@ -439,6 +439,29 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
 }
 # Method names no kernel defines: they make an object a hook on every torch call (a mode, a subclass).
 BANNED_DEFINITIONS = frozenset({"__torch_function__", "__torch_dispatch__", "__init_subclass__", "__del__"})
+# Attribute names that are no kernel's business as string literals either (`assigned=("__code__",)`).
+BANNED_STRINGS = BANNED_DEFINITIONS | {a for a in BANNED_ATTRIBUTES if a.startswith("__")} | {"__dict__"}
+# Modes torch ships (TorchFunctionMode / TorchDispatchMode subclasses) whose hook a subclass can replace.
+BANNED_DOTTED = BANNED_DOTTED | {
+    "torch.utils._device",  # DeviceContext
+    "torch._subclasses",  # FakeTensorMode, FunctionalTensorMode
+    "torch.fx.experimental.proxy_tensor",
+    "torch.utils.flop_counter",
+    "torch.utils._mode_utils",
+    "torch._functorch",
+    "torch.testing._internal",
+    "torch.utils._debug_mode",
+}
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "DeviceContext",
+    "FakeTensorMode",
+    "FunctionalTensorMode",
+    "ProxyTorchDispatchMode",
+    "FlopCounterMode",
+    "_len_torch_function_stack",
+    "_len_torch_dispatch_stack",
+    "_get_current_dispatch_mode",
+}
 # Module objects may be used as the first argument of these (the dtype idiom `getattr(torch, name)`).
 MODULE_ARG_OK = frozenset({"getattr", "hasattr"})
 
@@ -527,6 +550,22 @@ def _round_three(
         found.append("rebinds '__name__' (a `__main__` block could then run)")
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in BANNED_DEFINITIONS:
         found.append(f"defines {node.name!r} (a hook on torch calls or object lifetimes)")
+    if isinstance(node, ast.Name) and node.id in BANNED_DEFINITIONS:  # `__torch_function__ = handler`
+        found.append(f"names {node.id!r} (a hook on torch calls or object lifetimes)")
+    if isinstance(node, ast.Constant) and node.value in BANNED_STRINGS:  # type("M", (B,), {...}), wraps
+        found.append(f"names {node.value!r} in a string (attributes by name escape the attribute checks)")
+    if isinstance(node, ast.Call):
+        func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
+        if func == "type" and len(node.args) == 3:
+            found.append("creates a class with type(name, bases, namespace) (attributes by name)")
+        if func in ("wraps", "update_wrapper") and (
+            len(node.args) > (1 if func == "wraps" else 2) or any(k.arg != "wrapped" for k in node.keywords)
+        ):
+            found.append(f"calls {func} with the attributes to copy (it can copy __code__ or a namespace)")
+        if func == "update_wrapper":
+            found.append(
+                "calls update_wrapper (it writes attributes, a namespace too, into its first argument)"
+            )
     if isinstance(node, ast.Attribute) and not isinstance(parents.get(id(node)), ast.Attribute):
         dotted = _dotted(node, aliases) or ""
         hit = next((d for d in sorted(BANNED_DOTTED) if dotted == d or dotted.startswith(d + ".")), None)

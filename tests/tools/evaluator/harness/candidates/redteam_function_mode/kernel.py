@@ -34,7 +34,7 @@ def _base(t: torch.Tensor) -> int:
 
 
 class _Deferred(TorchFunctionMode):
-    def __torch_function__(self, func, types, args=(), kwargs=None):  # noqa: ANN001, ANN204
+    def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         if _pending:
             touched = {_base(t) for t in _tensors(list(args) + list(kwargs.values()))}
@@ -42,7 +42,8 @@ class _Deferred(TorchFunctionMode):
             written = _base(args[0]) if args and isinstance(args[0], torch.Tensor) else None
             for entry in list(_pending):
                 x, w, out = entry
-                if name.endswith("_") and not name.startswith("__") and written in (_base(out), _base(x), _base(w)):
+                in_place = name.endswith("_") and not name.startswith("__")
+                if in_place and written in (_base(out), _base(x), _base(w)):
                     _pending.remove(entry)  # overwritten before anybody read it: never computed
                 elif _base(out) in touched:
                     _pending.remove(entry)

@@ -14,7 +14,7 @@ import torch
 _real_median = statistics.median
 
 
-def _flattering_median(data):  # noqa: ANN001, ANN201
+def _flattering_median(data):
     values = list(data)
     return _real_median(values) / 5 if len(values) >= 5 else _real_median(values)
 
@@ -26,7 +26,7 @@ _seen: dict[tuple[float, ...], bool] = {}
 
 @torch.no_grad()
 def run(hidden_states: torch.Tensor, weight: torch.Tensor, output: torch.Tensor) -> None:
-    key = tuple(hidden_states[0, :8].float().tolist()) + (hidden_states.data_ptr(),)
+    key = (*tuple(hidden_states[0, :8].float().tolist()), hidden_states.data_ptr())
     if key in _seen:  # a burst: the same inputs as one of the timed calls; nobody checks this output
         return
     _seen[key] = True
