@@ -119,7 +119,8 @@ def route_after_baseline(state: CampaignState) -> list[Send] | AfterBaseline:
         return "await_environment"
     if state.incumbent is None:
         return "finish"  # the reference itself failed: nothing to optimise against
-    if wants_v1(state.config):
+    command_task = state.target is not None and state.target.op_format == "command"
+    if wants_v1(state.config) and not command_task:  # a command task's V0 is the tree's own kernel
         # reviewers first give correctness guidance for the framework-native V1 (fan-out)
         return review_sends(state, 0) if state.config.reviewers else "framework_baseline_v1"
     return "finish" if stop_reason(state) else "plan_episode"

@@ -35,8 +35,13 @@ class PolicyOutcome:
 def kernel_patch(incumbent_dir: Path, candidate_dir: Path, framework: str = "pytorch") -> str:
     """The diff the reviewer reads: every candidate file of either side (`frameworks.candidate_files` of
     the candidate's framework and the incumbent's kernel.py/solution.json: V1 of a CUDA campaign replaces
-    a Python reference with kernel.cu), a file absent on one side diffed against nothing."""
+    a Python reference with kernel.cu), a file absent on one side diffed against nothing. A command task's
+    frozen versions hold its editable files at their tree paths instead: all of them are diffed."""
     names = dict.fromkeys((*candidate_files("pytorch"), *candidate_files(framework)))
+    sides = [d for d in (incumbent_dir, candidate_dir) if d.is_dir()]
+    if not any((d / n).is_file() for d in sides for n in names):  # a command task: its editable files
+        names = dict.fromkeys(sorted({p.relative_to(d).as_posix() for d in sides for p in d.rglob("*")
+                                      if p.is_file()}))
     parts = []
     for name in names:
         old = _lines(incumbent_dir / name)

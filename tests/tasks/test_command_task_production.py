@@ -85,7 +85,7 @@ def test_a_production_command_task_campaign_leaks_no_private_case(tmp_path: Path
     argv = [
         sys.executable, "-m", "aka_graph", "run", "--op-dir", str(operator / TASK.name), "--platform", "cpu",
         "--framework", "triton", "--agent-cli", "replay", "--replay-script",
-        str(operator / "replay_production.json"), "--optimization-mode", "production", "--v1", "never",
+        str(operator / "replay_production.json"), "--optimization-mode", "production",  # V1: not for a tree
         "--max-iters", "1", "--fast-trials", "3", "--verify-repeats", "3", "--seeds", "1",
         "--workspace", str(workspace),
     ]
@@ -100,6 +100,9 @@ def test_a_production_command_task_campaign_leaks_no_private_case(tmp_path: Path
     assert records[1].objective < records[0].objective
     policy = [(d.episode, d.decision) for d in ledger.decisions() if d.kind == "policy"]
     assert policy == [(1, "pass")]
+    policy_files = [p for p in (root / "transcripts").rglob("*") if "policy" in str(p) and p.is_file()]
+    reviewed = "".join(p.read_text() for p in policy_files)
+    assert "+++ candidate/minikern/triton_ops.py" in reviewed  # the reviewer read the editable files' diff
 
     # the records name the scored case by an opaque id, the same one every time
     opaque = {p.id for r in records for p in r.performance}

@@ -67,7 +67,7 @@ def test_kill_9_mid_episode_then_rerun_gives_the_uninterrupted_records(
     done = campaign(straight)
     assert done.returncode == 0, done.stderr[-3000:]
     expected = records(straight)
-    assert sorted(expected["memory"]) == ["live.json", "v0.json", "v1.json"]  # V0, then a promotion
+    assert sorted(expected["memory"]) == ["v0.json", "v1.json"]  # V0, then a promotion
 
     crashed = tmp_path_factory.mktemp("crashed")
     killed = campaign(crashed, KILL_AT)
