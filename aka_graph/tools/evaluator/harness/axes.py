@@ -73,6 +73,9 @@ def safe_eval(expression: str, names: dict[str, int]) -> int | float:
 def resolve_axes(axes_defs: dict[str, dict], values: dict[str, int], where: str) -> dict[str, int]:
     """All axis values of one workload: consts, the workload's vars, then exprs in dependency order."""
     resolved: dict[str, int] = {}
+    for name, value in values.items():  # SOL passes every workload axis on (custom generators read them)
+        if name not in axes_defs and isinstance(value, int) and not isinstance(value, bool):
+            resolved[name] = value
     for name, spec in axes_defs.items():
         kind = spec.get("type")
         if kind == "const":

@@ -16,7 +16,7 @@ from typing import Any
 
 import torch
 
-from .inputs import packed, random_poison_
+from .inputs import FP8, packed, random_poison_
 from .memory import affordable_copies, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
@@ -233,7 +233,9 @@ class Bench:
                 if packed(base):  # packed fp4: its bytes move (no arithmetic on them)
                     base.view(torch.uint8).copy_(p.view(torch.uint8).reshape(-1).roll(shift).reshape(p.shape))
                     continue
-                base.copy_(p.reshape(-1).roll(shift).reshape(p.shape)).mul_(factor)
+                rolled = p.reshape(-1).roll(shift).reshape(p.shape)
+                # fp8 has no CPU multiply: scaled in float32
+                base.copy_(rolled.float().mul_(factor) if base.dtype in FP8 else rolled.mul_(factor))
         for t in self.outs[k] or []:  # and outputs that are neither NaN nor the last answer
             random_poison_(t)
 

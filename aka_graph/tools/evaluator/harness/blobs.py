@@ -18,18 +18,25 @@ def blob_root(op: Operator) -> Path | None:
     return op.blob_root
 
 
+def _suffixes(root: Path, rel: str) -> list[Path]:
+    """`root` joined with `rel`, then with `rel` less one leading component at a time, as SOL's driver
+    resolves blobs (`data/flashinfer-trace/blob/x.safetensors` under a root that is the
+    `flashinfer-trace` directory itself)."""
+    parts = Path(rel.lstrip("/")).parts
+    return [root.joinpath(*parts[start:]) for start in range(len(parts))]
+
+
 def candidates(op: Operator, rel: str) -> list[Path]:
-    """Where a descriptor's `path` may be, in order: under the blob root (as given, then without a
-    leading '/'), as given, then beside the operator's files."""
+    """Where a descriptor's `path` may be, in order: under the blob root (as given without a leading
+    '/', then less leading components), beside the operator's files (likewise: SOL's driver looks in
+    the problem's own directory first), then as given."""
     path = Path(rel)
     root = blob_root(op)
-    found = []
-    if root is not None:
-        found.append(root / rel.lstrip("/"))
-        if path.is_absolute():
-            found.append(root / path.name)
-    found.append(path if path.is_absolute() else op.directory / path)
-    return found
+    found = _suffixes(root, rel) if root is not None else []
+    if not path.is_absolute():
+        found += _suffixes(op.directory, rel)
+    found.append(path)
+    return list(dict.fromkeys(found))
 
 
 def resolve(op: Operator, desc: dict[str, Any]) -> Path | None:

@@ -49,6 +49,10 @@ FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 # Random floats are drawn in float32 and cast; past this many elements they are drawn in row chunks so
 # the float32 temporary stays small (a 14 GiB bf16 expert weight must not need a 28 GiB temporary).
 CHUNK_ELEMENTS = 1 << 26
+# SOL's name-selected ranges (its io.py): SSM decays drawn uniform in [low, high) (A_cumsum: then summed
+# along the last dimension), and mask names whose values are 0/1.
+SSM_DECAY = {"A": (-1.0, -0.001), "A_log": (-5.0, -1.0), "A_cumsum": (-0.1, 0.0), "g": (-5.0, 0.0)}
+BINARY_MASKS = ("x_mask", "text_mask", "aspect_ratio_mask", "drop_mask", "attention_mask")
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -95,6 +99,14 @@ def _tokens(name: str) -> list[str]:
 def name_rule(name: str, ndim: int, op_is_norm: bool) -> str:
     """Which SOL generation rule an input name selects ('randn' when none)."""
     low, toks = name.lower(), _tokens(name)
+    if name in SSM_DECAY:  # SOL's exact names (an SSM's decays are negative: their logs, cumsums)
+        return name
+    if low in ("attention_mask", "causal_mask"):
+        return "sol_causal_mask"  # SOL's: finfo.min above the diagonal when square, else 0/1 values
+    if low in BINARY_MASKS:
+        return "binary_mask"
+    if low in ("attn_weights", "attention_weights", "routing_weights"):
+        return "softmax"
     if "mask" in toks or low.endswith("mask"):
         return "causal_mask"
     if "cos" in toks or "sin" in toks:
@@ -114,7 +126,13 @@ def name_rule(name: str, ndim: int, op_is_norm: bool) -> str:
 
 
 def _transform(x: torch.Tensor, rule: str, scale: float, fan_in: int) -> torch.Tensor:
-    """The name rule applied to float32 randn values (elementwise, or row-wise for softmax)."""
+    """The name rule applied to float32 randn values (elementwise, or row-wise for softmax and cumsum)."""
+    if rule in SSM_DECAY:  # uniform in SOL's range, from the same normal draw (its CDF)
+        low, high = SSM_DECAY[rule]
+        u = low + (high - low) * 0.5 * (1.0 + torch.erf(x / math.sqrt(2.0)))
+        return u.cumsum(-1) if rule == "A_cumsum" and x.ndim else u
+    if rule == "binary_mask":
+        return (x > 0).to(x.dtype)
     if rule == "ones":
         return torch.ones_like(x)
     if rule == "zeros":
@@ -172,11 +190,13 @@ def _random_tensor(
     rule = name_rule(name, len(shape), op_is_norm)
     if scale != 1.0 and rule in ("ones", "zeros"):
         rule = "randn"  # the extra-scale seed: a kernel that ignores a norm weight must fail
-    if rule == "causal_mask" and len(shape) >= 2 and shape[-1] == shape[-2]:
+    square = len(shape) >= 2 and shape[-1] == shape[-2]
+    if rule in ("causal_mask", "sol_causal_mask") and square:
         keep = torch.ones(shape[-2:], dtype=torch.bool, device=device).tril().expand(shape)
-        return torch.zeros(shape, device=device).masked_fill(~keep, float("-inf")).to(dtype)
-    if rule == "causal_mask":
-        rule = "randn"
+        fill = torch.finfo(dtype).min if rule == "sol_causal_mask" else float("-inf")
+        return torch.zeros(shape, dtype=dtype, device=device).masked_fill(~keep, fill)
+    if rule in ("causal_mask", "sol_causal_mask"):
+        rule = "binary_mask" if rule == "sol_causal_mask" else "randn"
     fan_in = shape[-1] if shape else 1
     numel = math.prod(shape)
     out = torch.empty(shape, dtype=dtype, device=device)
@@ -197,9 +217,9 @@ def _random_tensor(
 
 
 def _scalar_value(spec: TensorSpec, value: Any, device: torch.device) -> Any:
-    if spec.shape is None:
-        return value
-    return torch.tensor(value, dtype=dtype_of(spec.dtype), device=device)
+    """A 'scalar' descriptor's value, passed as the Python value it is whatever the declared shape (SOL's
+    gen_inputs does: a kernel written against it, e.g. a Triton kernel taking `eps`, gets a number)."""
+    return value
 
 
 def _mix_interior_(value: torch.Tensor, other: torch.Tensor) -> bool:
@@ -313,17 +333,9 @@ class InputFactory:
             raise OperatorError(
                 f"{where} must return a dict of input name -> tensor, not {type(out).__name__}"
             )
-        for spec in self.op.inputs:
-            value = out.get(spec.name)
-            if spec.shape is None or value is None:
-                continue
-            want = stored_shape(spec, wl.axes)
-            if not isinstance(value, torch.Tensor) or tuple(value.shape) != want:
-                got = tuple(value.shape) if isinstance(value, torch.Tensor) else type(value).__name__
-                raise OperatorError(
-                    f"{where} returned {spec.name!r} as {got}; workload {wl.id} expects {want}"
-                )
-        return out
+        # as SOL's gen_inputs: tensors moved to the device (a generator may build them on the CPU), any
+        # shape accepted (the reference defines what it takes; outputs are compared with its own)
+        return {k: v.to(self.device) if isinstance(v, torch.Tensor) else v for k, v in out.items()}
 
     def _native(self, wl: Workload, seed: int) -> list[Any]:
         make = getattr(self.input_module, "_make_inputs", None)

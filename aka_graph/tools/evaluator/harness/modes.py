@@ -116,7 +116,8 @@ def mutated_inputs(session: Session, before: list[float], after: list[float]) ->
 
 def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     verdict = ks.verdicts[idx]
-    reval = None if verdict.revalidated else [fresh_seed(), 1.0]
+    # a stochastic reference (dropout, sampling) cannot be matched by an unseeded timed call
+    reval = None if verdict.revalidated or session.contract.get("stochastic") else [fresh_seed(), 1.0]
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
     helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
     reply = ks.request(
@@ -142,7 +143,9 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
         return None
     if reval is not None:
         verdict.revalidated = True
-        inputs = session.reference.inputs(idx, reval[0], reval[1])
+        inputs = session.reference.revalidation_inputs(
+            idx, reval[0], reval[1], reply.get("reval_scalars"), session.bench_seed
+        )
         fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
         want, _ = session.reference.outputs(idx, inputs)
         probe = type(verdict)()

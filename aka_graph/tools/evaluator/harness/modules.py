@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import linecache
 import sys
 import types
 from pathlib import Path
@@ -36,6 +37,10 @@ def load_reference(op: Operator) -> types.ModuleType:
         return module
     module = types.ModuleType("sol_reference")
     where = f"{op.directory / 'definition.json'}::reference"
+    # decorators that read their function's source back (@triton.jit: inspect.getsourcelines) need the
+    # source where inspect finds it: SOL's driver writes a file; linecache holds it here without one
+    linecache.cache[where] = (len(op.reference_source), None, op.reference_source.splitlines(True), where)
+    module.__file__ = where
     try:
         exec(compile(op.reference_source, where, "exec"), module.__dict__)
     except SyntaxError as exc:

@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .inputs import poison_
+from .rng import seeded
 
 
 class ReturnError(RuntimeError):
@@ -16,32 +18,50 @@ class ReturnError(RuntimeError):
 
 
 class KernelRunner:
+    """`names`: the declared output names, so a dict return ({name: value}, as SOL's normalize_outputs
+    accepts) is put in declared order."""
+
     def __init__(
         self,
         fn: Callable[..., Any],
         dps: bool,
         out_specs: list[tuple[tuple[int, ...], torch.dtype]],
         device: torch.device,
+        names: list[str] | None = None,
     ) -> None:
         self.fn, self.dps, self.out_specs, self.device = fn, dps, out_specs, device
+        self.names = names
 
     def alloc_outputs(self) -> list[torch.Tensor]:
         return [
             poison_(torch.empty(shape, dtype=dtype, device=self.device)) for shape, dtype in self.out_specs
         ]
 
-    def invoke(self, inputs: list[Any], outputs: list[torch.Tensor] | None = None) -> list[Any]:
-        if self.dps:
-            assert outputs is not None
-            with torch.no_grad():
+    def invoke(
+        self, inputs: list[Any], outputs: list[torch.Tensor] | None = None, rng_seed: int | None = None
+    ) -> list[Any]:
+        """One call. `rng_seed`: torch's global generators seeded with it for the call (and restored), so
+        a reference that draws random numbers (dropout, sampling) and a candidate that draws the same way
+        see the same numbers (correctness calls only: never inside a CUDA-graph capture)."""
+        # SOL's driver calls run() with grad mode on: a backward reference may use torch.autograd. A
+        # native Model's parameters would record graphs, so its calls stay in no_grad.
+        rng = seeded(rng_seed, self.device) if rng_seed is not None else contextlib.nullcontext()
+        grad = torch.no_grad() if isinstance(self.fn, torch.nn.Module) else contextlib.nullcontext()
+        with rng, grad:
+            if self.dps:
+                assert outputs is not None
                 self.fn(*inputs, *outputs)
-            return list(outputs)
-        with torch.no_grad():
+                return list(outputs)
             result = self.fn(*inputs)
+        if isinstance(result, dict) and self.names:
+            missing = [n for n in self.names if n not in result]
+            if missing:
+                raise ReturnError(f"returned a dict without the declared outputs {missing}")
+            result = [result[n] for n in self.names]
         result = list(result) if isinstance(result, tuple | list) else [result]
         if self.out_specs and len(result) != len(self.out_specs):
             raise ReturnError(f"returned {len(result)} outputs, the operator declares {len(self.out_specs)}")
-        return result
+        return [r.detach() if isinstance(r, torch.Tensor) and r.requires_grad else r for r in result]
 
 
 def expanded_dims(t: torch.Tensor) -> list[int]:

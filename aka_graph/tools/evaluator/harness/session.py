@@ -204,7 +204,9 @@ class Session:
         for n, (seed, scale, mix) in enumerate(self.seeds):
             inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
-            result, flops = self.reference.outputs(idx, inputs, count_flops=n == 0 and self.spec is not None)
+            result, flops = self.reference.outputs(
+                idx, inputs, count_flops=n == 0 and self.spec is not None, rng_seed=seed
+            )  # seeded as the candidate's call on this seed (a reference that draws random numbers)
             result = [*result, *(inputs[i] for i in self.contract["compared"])]  # inputs updated in place
             outs.append(result)
             if n == 0 and self.spec is not None:

@@ -123,12 +123,12 @@ def _descriptors(row: dict[str, Any], inputs: list[TensorSpec], entry: str | Non
     if not isinstance(raw, dict):
         raise OperatorError(f"{where}: 'inputs' must be an object of input name -> descriptor")
     names = [s.name for s in inputs]
-    extra = sorted(set(raw) - set(names))
-    if extra:
-        raise OperatorError(f"{where}: descriptors for inputs the definition does not have: {extra}")
+    # descriptors for inputs the definition does not have are ignored, as SOL's generator ignores them
+    raw = {k: v for k, v in raw.items() if k in names}
     descriptors: dict[str, dict[str, Any]] = {}
     for spec in inputs:
-        desc = raw.get(spec.name) or {"type": "custom" if entry else "random"}
+        # an input without a descriptor is random, as in SOL (the custom generator may still supply it)
+        desc = raw.get(spec.name) or {"type": "random"}
         kind = desc.get("type") if isinstance(desc, dict) else None
         if kind not in _DESCRIPTOR_TYPES:
             raise OperatorError(

@@ -29,7 +29,8 @@ def choose(kept: list[int], on_gpu: bool, rng: random.Random | None = None) -> l
 def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], pool_seed: int) -> str | None:
     """None when the chosen timed calls computed the right outputs, else the REWARD_HACK message."""
     size = int(reply.get("pool_size") or 0)
-    if reply.get("method") == "cuda_graph" or size <= 0:
+    if reply.get("method") == "cuda_graph" or size <= 0 or session.contract.get("stochastic"):
+        # (a stochastic reference: an unseeded timed call's random draws cannot match it)
         return None  # graph replays: re-validation replays the very graph on fresh inputs
     samples = len(reply.get("samples_us") or [])
     kept = [int(i) for i in reply.get("kept") or []]

@@ -3,6 +3,7 @@ this process (which never imports the candidate), and the reference's own latenc
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import torch
@@ -24,6 +25,8 @@ REFERENCE_MAX_COPIES = 512
 class Reference:
     def __init__(self, op: Operator, device: torch.device, init_seed: int) -> None:
         self.op, self.device, self.init_seed = op, device, init_seed
+        if device.type == "cpu":  # a Triton reference (SOL allows one) runs interpreted, as the worker does
+            os.environ.setdefault("TRITON_INTERPRET", "1")
         self.module = load_reference(op)
         self.factory = InputFactory(op, device, self.module, load_input_module(op))
         self.models: dict[int, Any] = {}
@@ -32,7 +35,11 @@ class Reference:
     def runner(self, idx: int) -> KernelRunner:
         if self.op.kind != "native":
             return KernelRunner(
-                self.module.run, False, output_shapes(self.op, self.op.workloads[idx]), self.device
+                self.module.run,
+                False,
+                output_shapes(self.op, self.op.workloads[idx]),
+                self.device,
+                [s.name for s in self.op.outputs],
             )
         if idx not in self.models:
             torch.manual_seed(self.init_seed)
@@ -42,23 +49,55 @@ class Reference:
     def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
         return self.factory.make(self.op.workloads[idx], seed, scale, mix)
 
-    def outputs(self, idx: int, inputs: list[Any], count_flops: bool = False) -> tuple[list[Any], int | None]:
+    def outputs(
+        self, idx: int, inputs: list[Any], count_flops: bool = False, rng_seed: int | None = None
+    ) -> tuple[list[Any], int | None]:
+        """`rng_seed`: torch's generators seeded for the call, as the candidate's call on the same seed
+        is (a reference that draws random numbers; see KernelRunner.invoke)."""
         runner = self.runner(idx)
         if not count_flops:
-            return runner.invoke(inputs), None
+            return runner.invoke(inputs, rng_seed=rng_seed), None
         try:
             with FlopCounter() as counter:
-                result = runner.invoke(inputs)
+                result = runner.invoke(inputs, rng_seed=rng_seed)
             return result, counter.total
         except Exception:  # the counter cannot trace every reference: count nothing rather than fail
-            return runner.invoke(inputs), None
+            return runner.invoke(inputs, rng_seed=rng_seed), None
 
     def contract(self, idx: int) -> dict[str, Any]:
-        """The reference's in-place contract, probed once on workload `idx` (see in_place_contract)."""
+        """The reference's in-place contract, probed once on workload `idx` (see in_place_contract), and
+        whether it is `stochastic`: its outputs on the same inputs differ when torch's generators are
+        seeded differently (dropout, sampling). A stochastic reference is compared only on calls seeded
+        like its own (the correctness calls): timed calls cannot be seeded (a CUDA graph, a burst)."""
         inputs = self.inputs(idx, self.init_seed, 1.0)
         before = digest(inputs)
-        result = self.runner(idx).invoke(inputs)
-        return in_place_contract(inputs, before, result)
+        runner = self.runner(idx)
+        result = runner.invoke(inputs, rng_seed=self.init_seed)
+        contract = in_place_contract(inputs, before, result)
+        same = runner.invoke(self.inputs(idx, self.init_seed, 1.0), rng_seed=self.init_seed)
+        other = runner.invoke(self.inputs(idx, self.init_seed, 1.0), rng_seed=self.init_seed + 1)
+        # random draws, not merely a nondeterministic device reduction (atomics differ on the same seed too,
+        # and stay judged by the tolerance with every check in place)
+        contract["stochastic"] = _fingerprint(result) == _fingerprint(same) != _fingerprint(other)
+        return contract
+
+    def revalidation_inputs(
+        self, idx: int, seed: int, scale: float, scalars: list[Any] | None, bench_seed: int
+    ) -> list[Any]:
+        """The re-validation's inputs: fresh tensors for (seed, scale); Python scalars as the worker used
+        them (`scalars`), which may only be the fresh ones or those the timed invocation was captured
+        with (bench seed: a CUDA graph keeps the scalars it was captured with, e.g. a custom generator's
+        max_seqlen). Anything else is left as it is, and the inputs' digests then differ."""
+        inputs = self.inputs(idx, seed, scale)
+        if not scalars or len(scalars) != len(inputs):
+            return inputs
+        if all(isinstance(v, torch.Tensor) or v == s for v, s in zip(inputs, scalars, strict=True)):
+            return inputs
+        captured = self.inputs(idx, bench_seed, 1.0)
+        triples = zip(inputs, scalars, captured, strict=True)
+        if all(isinstance(v, torch.Tensor) or s == c for v, s, c in triples):
+            return [v if isinstance(v, torch.Tensor) else s for v, s in zip(inputs, scalars, strict=True)]
+        return inputs
 
     def time(self, idx: int, bench_seed: int, l2_bytes: int) -> Any:
         if idx not in self.benches:
@@ -70,6 +109,12 @@ class Reference:
                 REFERENCE_MAX_COPIES,
             )
         return self.benches[idx].measure()
+
+
+def _fingerprint(outputs: list[Any]) -> tuple[list[float], list[Any]]:
+    """Outputs compared exactly: their tensors' digests and their Python values."""
+    tensors = [r for r in outputs if isinstance(r, torch.Tensor)]
+    return digest(tensors), [r for r in outputs if not isinstance(r, torch.Tensor)]
 
 
 def shares_memory(a: Any, b: Any) -> bool:

@@ -114,7 +114,8 @@ class Worker:
     def runner(self, idx: int) -> KernelRunner:
         wl = self.op.workloads[idx]
         if self.op.kind != "native":
-            return KernelRunner(self.target, self.dps, output_shapes(self.op, wl), self.device)
+            names = [s.name for s in self.op.outputs]
+            return KernelRunner(self.target, self.dps, output_shapes(self.op, wl), self.device, names)
         if idx not in self.models:
             torch.manual_seed(self.init_seed)
             ref = self.ref_module.Model(**wl.init_kwargs)
@@ -126,10 +127,15 @@ class Worker:
         return KernelRunner(self.models[idx], False, [], self.device)
 
     def checked_call(
-        self, runner: KernelRunner, inputs: list[Any], outputs: list[Any] | None, earlier: list[torch.Tensor]
+        self,
+        runner: KernelRunner,
+        inputs: list[Any],
+        outputs: list[Any] | None,
+        earlier: list[torch.Tensor],
+        rng_seed: int | None = None,
     ) -> tuple[list[Any], list[str]]:
         originals = clone_values(inputs)
-        result = runner.invoke(inputs, outputs)
+        result = runner.invoke(inputs, outputs, rng_seed=rng_seed)
         violations: list[str] = []
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
@@ -163,7 +169,8 @@ class Worker:
                 alive.append(inputs)  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
                 digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
-                result, found = self.checked_call(runner, inputs, outs, kept)
+                # seeded as the parent seeds the reference's call on this seed
+                result, found = self.checked_call(runner, inputs, outs, kept, int(seed))
                 after.append(digest(inputs))  # the parent compares these with its own inputs
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
@@ -255,6 +262,12 @@ class Worker:
         k = bench.last
         extra = [0] if bench.graph is not None and k != 0 else []
         fresh = self.factory.make(self.op.workloads[idx], seed, scale)
+        for j, buf in enumerate(bench.copies[k]):  # Python scalars: a graph keeps its captured ones
+            if not isinstance(buf, torch.Tensor):
+                for c in (k, *extra):
+                    if bench.graph is None:
+                        bench.copies[c][j] = fresh[j]  # an eager call takes the fresh ones
+                fresh[j] = bench.copies[k][j]
         for c in (k, *extra):
             bench.write_inputs(c, fresh)  # through each input's compact base (expanded inputs)
             bench.poison_outputs(c)
@@ -273,6 +286,7 @@ class Worker:
             "reval_outputs": sendable(result),
             "reval_more": [sendable(bench.outputs_of(c)) for c in extra],
             "reval_digest": digest(fresh),
+            "reval_scalars": [None if isinstance(v, torch.Tensor) else v for v in fresh],
             "violations": list(dict.fromkeys(violations)),
         }
 
