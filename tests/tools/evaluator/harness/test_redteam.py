@@ -162,7 +162,7 @@ def test_the_policy_leaves_honest_idioms_alone(name: str) -> None:
 @pytest.mark.parametrize("candidate", sorted(FIXED) + sorted(CAUGHT_BEHIND))
 def test_redteam_cheat_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
     result = run_harness(
-        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES, settle_s=0.5, timeout_s=280
+        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES, timeout_s=280
     )
     assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
     expected = "REWARD_HACK" if candidate in FIXED else CAUGHT_BEHIND[candidate]
