@@ -1,0 +1,232 @@
+"""Every feature of the SOL-ExecBench format and every convention of its driver (src/sol_execbench:
+core/data, core/bench/io.py, driver/templates/eval_driver.py), each reproduced by a small fixture of our
+own under tests/fixtures/sol: expression axes, zero-size axes, integer/bool/fp8 dtypes, dict and list
+returns, non-contiguous and input-aliasing outputs, outputs in another dtype than declared, references
+that draw random numbers, custom generators' conventions, scalar inputs of every kind, tolerance fields,
+autograd and Triton references, SOL's name-selected input ranges, complex intermediates.
+
+Each fixture's own reference, given as the candidate, must PASS (a false alarm on honest work is as
+serious as a missed cheat); the unit tests pin the convention each fixture depends on."""
+
+from __future__ import annotations
+
+import inspect
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness.axes import resolve_axes
+from aka_graph.tools.evaluator.harness.blobs import missing_blobs, resolve
+from aka_graph.tools.evaluator.harness.inputs import InputFactory, name_rule
+from aka_graph.tools.evaluator.harness.loading import load_operator
+from aka_graph.tools.evaluator.harness.modules import load_reference
+from aka_graph.tools.evaluator.harness.runner import KernelRunner, ReturnError
+from aka_graph.tools.evaluator.harness.safetensors_io import save_tensors
+from aka_graph.tools.evaluator.harness.trusted import Reference
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
+
+CPU = torch.device("cpu")
+FORMAT_FIXTURES = [
+    "axis_expressions",
+    "zero_size_axes",
+    "int_bool_fp8_dtypes",
+    "dict_and_list_returns",
+    "list_return",
+    "noncontiguous_outputs",
+    "view_of_input_output",
+    "undeclared_output_dtype",
+    "random_dropout_sampling",
+    "custom_index_ranges",
+    "custom_generator_conventions",
+    "scalar_input_kinds",
+    "tolerance_neg_inf",
+    "autograd_reference",
+    "triton_reference",
+    "named_input_rules",
+    "complex_rope",
+]
+
+
+def _inputs(name: str, wl: int = 0, seed: int = 5) -> tuple[object, dict[str, object]]:
+    op = load_operator(FIXTURES / name)
+    values = InputFactory(op, CPU, load_reference(op)).make(op.workloads[wl], seed, 1.0)
+    return op, dict(zip([s.name for s in op.inputs], values, strict=True))
+
+
+# --- axes -------------------------------------------------------------------------------------------
+
+
+def test_expression_axes_resolve_in_dependency_order_with_true_division_and_integer_entries() -> None:
+    op = load_operator(FIXTURES / "axis_expressions")
+    axes = op.workloads[0].axes
+    assert (axes["half"], axes["pairs"], axes["D2"], axes["rem"]) == (3, 3, 16, 1)  # "D ** 2 / 4" -> 16
+    assert {s.name: s.shape for s in op.inputs}["bias"] == (1, "rem", "D2")  # "1" is a size, not an axis
+
+
+def test_workload_axes_the_definition_does_not_declare_are_passed_on_like_sol() -> None:
+    axes = resolve_axes({"R": {"type": "var"}}, {"R": 3, "row_stride": 6}, "w")
+    assert axes == {"R": 3, "row_stride": 6}
+    _, values = _inputs("custom_generator_conventions")  # its generator reads value_scale
+    assert float(values["values"].std()) > 1.4  # value_scale 2 reached the generator
+
+
+def test_zero_size_workloads_generate_empty_tensors() -> None:
+    _, values = _inputs("zero_size_axes")
+    assert tuple(values["x"].shape) == (0, 16)
+    _, values = _inputs("zero_size_axes", wl=2)
+    assert tuple(values["x"].shape) == (3, 0) and tuple(values["scale"].shape) == (0,)
+
+
+# --- descriptors and scalar inputs -----------------------------------------------------------------
+
+
+def test_an_input_without_a_descriptor_is_random_and_unknown_descriptors_are_ignored() -> None:
+    op = load_operator(FIXTURES / "custom_generator_conventions")
+    assert op.workloads[1].descriptors["scale"] == {"type": "random"}
+    assert "unused_extra" not in op.workloads[1].descriptors
+    _, values = _inputs("custom_generator_conventions", wl=1)
+    assert values["scale"].shape == (8,) and isinstance(values["max_len"], int)
+
+
+def test_scalar_descriptors_are_passed_as_python_values_and_random_scalars_are_drawn() -> None:
+    _, values = _inputs("scalar_input_kinds")
+    assert values["alpha"] == 0.5 and values["repeats"] == 3 and values["flip"] is True
+    assert isinstance(values["jitter"], float)  # shape null, type random: drawn, then .item()
+    assert isinstance(values["bias"], torch.Tensor) and values["bias"].shape == ()  # shape [], random
+
+
+def test_custom_generators_may_return_cpu_tensors_python_scalars_and_index_ranges() -> None:
+    _, values = _inputs("custom_index_ranges", wl=1)
+    ids = values["ids"]
+    assert ids.dtype == torch.int64 and ids.shape == (100,) and int(ids.min()) >= 0 and int(ids.max()) < 97
+    assert isinstance(values["pad_id"], int) and values["pad_id"] == int(ids[0])
+
+
+# --- input distributions selected by name (SOL's io.py) --------------------------------------------
+
+
+def test_sol_name_rules_for_ssm_decays_and_masks() -> None:
+    _, v = _inputs("named_input_rules")
+    assert float(v["A"].max()) < 0 and float(v["A"].min()) >= -1.0
+    assert float(v["A_log"].min()) >= -5.0 and float(v["A_log"].max()) <= -1.0
+    assert float(v["g"].min()) >= -5.0 and float(v["g"].max()) <= 0.0
+    steps = v["A_cumsum"].diff(dim=-1)
+    assert float(steps.max()) <= 0.0 and float(v["A_cumsum"].min()) >= -0.1 * 16  # cumsum of [-0.1, 0)
+    assert set(v["x_mask"].unique().tolist()) <= {0.0, 1.0}
+    assert name_rule("attention_mask", 4, False) == "sol_causal_mask"
+    assert name_rule("attn_mask", 2, False) == "causal_mask"  # our wider rule stays for other names
+
+
+def test_the_named_input_reference_is_finite_on_sol_ranges() -> None:
+    op, v = _inputs("named_input_rules")
+    y, stats = load_reference(op).run(*v.values())
+    assert bool(torch.isfinite(y).all()) and bool(torch.isfinite(stats).all())
+
+
+# --- blobs -------------------------------------------------------------------------------------------
+
+
+def test_blob_paths_resolve_less_leading_components_like_sols_driver(tmp_path: Path) -> None:
+    root = tmp_path / "flashinfer-trace"
+    (root / "blob" / "w").mkdir(parents=True)
+    save_tensors(root / "blob" / "w" / "x.safetensors", {"x": torch.arange(4.0)})
+    op = load_operator(FIXTURES / "safetensors_blob")
+    desc = {"type": "safetensors", "path": "data/flashinfer-trace/blob/w/x.safetensors", "tensor_key": "x"}
+    assert resolve(op, desc) is None
+    op.blob_root = root
+    assert resolve(op, desc) == root / "blob" / "w" / "x.safetensors"
+    op.blob_root = tmp_path / "elsewhere"
+    op.workloads[0].descriptors["w"] = desc
+    assert "data/flashinfer-trace/blob/w/x.safetensors" in (missing_blobs(op, op.workloads[:1]) or "")
+
+
+# --- calling conventions ------------------------------------------------------------------------------
+
+
+def test_dict_returns_are_put_in_declared_order_and_must_name_every_output() -> None:
+    def run(x: torch.Tensor) -> dict[str, object]:
+        return {"b": x + 1, "a": x}
+
+    x = torch.zeros(2)
+    specs = [((2,), torch.float32)] * 2
+    out = KernelRunner(run, False, specs, CPU, ["a", "b"]).invoke([x])
+    assert torch.equal(out[0], x) and torch.equal(out[1], x + 1)
+    with pytest.raises(ReturnError, match=r"\['c'\]"):
+        KernelRunner(run, False, specs, CPU, ["a", "c"]).invoke([x])
+
+
+def test_references_run_with_grad_mode_on_as_in_sols_driver() -> None:
+    op, v = _inputs("autograd_reference", wl=1)
+    runner = KernelRunner(load_reference(op).run, False, [((40, 16), torch.float32)], CPU, ["grad_x"])
+    (grad,) = runner.invoke(list(v.values()))
+    x = v["x"]
+    t = torch.tanh(0.7978845608 * (x + 0.044715 * x**3))
+    dt = (1 - t**2) * 0.7978845608 * (1 + 3 * 0.044715 * x**2)
+    assert not grad.requires_grad
+    torch.testing.assert_close(grad, v["grad_out"] * (0.5 * (1 + t) + 0.5 * x * dt), rtol=1e-4, atol=1e-5)
+
+
+def test_a_triton_reference_finds_its_source_like_a_file() -> None:
+    module = load_reference(load_operator(FIXTURES / "triton_reference"))
+    assert "tl.store" in inspect.getsource(module.run.__globals__["_axpy"].fn)
+
+
+# --- references that draw random numbers -------------------------------------------------------------
+
+
+def test_seeded_calls_draw_the_same_numbers_and_leave_the_global_generator_alone() -> None:
+    op, v = _inputs("random_dropout_sampling", wl=1)
+    runner = KernelRunner(load_reference(op).run, False, [], CPU, ["dropped", "token"])
+    torch.manual_seed(99)
+    expected_next = torch.rand(2)
+    torch.manual_seed(99)
+    a = runner.invoke(list(v.values()), rng_seed=7)
+    b = runner.invoke(list(v.values()), rng_seed=7)
+    c = runner.invoke(list(v.values()), rng_seed=8)
+    assert torch.equal(torch.rand(2), expected_next)
+    assert all(torch.equal(x, y) for x, y in zip(a, b, strict=True))
+    assert not torch.equal(a[0], c[0])
+
+
+@pytest.mark.parametrize(("name", "stochastic"), [("random_dropout_sampling", True), ("complex_rope", False)])
+def test_the_reference_contract_says_whether_the_reference_draws_random_numbers(
+    name: str, stochastic: bool
+) -> None:
+    op = load_operator(FIXTURES / name)
+    assert Reference(op, CPU, 3).contract(0)["stochastic"] is stochastic
+
+
+# --- end to end: each fixture's own reference as the candidate ----------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", FORMAT_FIXTURES)
+def test_each_format_fixture_passes_with_its_own_reference(tmp_path: Path, name: str) -> None:
+    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), "--all-workloads")
+    assert code == 0 and res["status"] == "PASS", res["message"]
+    workloads = json.loads(json.dumps(res["workloads"]))
+    assert len(workloads) == len(load_operator(FIXTURES / name).workloads)
+    assert all(w["status"] == "PASS" for w in workloads)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("name", "patch", "words"),
+    [
+        (  # draws in another order: other numbers than the reference's, whatever the seed
+            "random_dropout_sampling",
+            ("    keep = torch.rand(", "    torch.rand(1)\n    keep = torch.rand("),
+            "dropped",
+        ),
+        ("dict_and_list_returns", ("'mean': float(m.item())", "'mean': float(m.item()) + 1.0"), "mean"),
+        ("autograd_reference", ("y, x, grad_out)", "y, x, 2 * grad_out)"), "grad_x"),
+        ("custom_generator_conventions", ("seg.sum(0) * scale", "seg.sum(0)"), "sums"),
+    ],
+)
+def test_a_wrong_candidate_on_each_convention_is_still_incorrect(
+    tmp_path: Path, name: str, patch: tuple[str, str], words: str
+) -> None:
+    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name, patch))
+    assert code == 1 and res["status"] == "INCORRECT" and words in res["message"], res["message"]
