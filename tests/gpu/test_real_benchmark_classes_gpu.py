@@ -4,6 +4,8 @@ weights each, more than one H200 holds if the harness's copies and benches were 
 memory), and custom inputs drawing on torch's RNG survive an uncapturable reference (the failed capture
 used to leave the default CUDA generator in capture mode).
 
+Also every format fixture (test_real_benchmark_formats.FORMAT_FIXTURES) with its own reference.
+
 Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_classes_gpu.py -v"""
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from tests.tools.evaluator.harness.test_real_benchmark_classes import (
     make_blob_root,
     reference_candidate,
 )
+from tests.tools.evaluator.harness.test_real_benchmark_formats import FORMAT_FIXTURES
 
 pytestmark = pytest.mark.gpu
 
@@ -46,6 +49,18 @@ def test_each_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name
     code, res = evaluate(
         tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), *extra, device="cuda"
     )
+    print(f"{name}: {res['status']} in {time.perf_counter() - t0:.1f} s; phases {res.get('phases_s')}")
+    assert code == 0 and res["status"] == "PASS", res["message"]
+    assert res["authoritative"] and all(w["status"] == "PASS" for w in res["workloads"])
+
+
+@pytest.mark.parametrize("name", FORMAT_FIXTURES)
+def test_each_format_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:
+    """The SOL format's conventions (test_real_benchmark_formats) on the device: seeded random draws on
+    the CUDA generator, custom generators' CPU tensors moved to the GPU, scalars kept by a captured
+    graph, fp8/int/bool dtypes, a Triton reference compiled for real, complex intermediates."""
+    t0 = time.perf_counter()
+    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), device="cuda")
     print(f"{name}: {res['status']} in {time.perf_counter() - t0:.1f} s; phases {res.get('phases_s')}")
     assert code == 0 and res["status"] == "PASS", res["message"]
     assert res["authoritative"] and all(w["status"] == "PASS" for w in res["workloads"])
