@@ -159,13 +159,20 @@ def scan_source(source: str, filename: str) -> list[str]:
     imported = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
     aliases = import_aliases(tree)
     own_ops = own_custom_ops(tree, aliases)
+    methods = instance_methods(tree)
+    annotations = string_annotations(tree)
     for node in ast.walk(tree):
         if id(node) in skipped or id(node) in own_ops:
             continue
         found.extend(
             f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
-            for what in _round_three(node, parents, imported, aliases)
+            for what in [
+                *_round_three(node, parents, imported, aliases),
+                *_foreign_self(node, methods, aliases),
+            ]
         )
+        if isinstance(node, ast.Constant) and id(node) in annotations:  # `x: "code"`: eval'd by typing
+            found.extend(f"{filename}:{node.lineno}: in a string annotation: {w}" for w in _annotation(node))
         if isinstance(node, ast.Name) and node.id in ALIAS_BANNED and id(node) not in calls:
             flag(node, f"uses {node.id!r} as a value (an alias escapes the name checks)")
         if isinstance(node, ast.Call):
@@ -650,3 +657,123 @@ def own_custom_ops(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
             if all(a.name in OWN_OP_CALLS for a in node.names) and all(bare.get(n, True) for n in names):
                 exempt.add(id(node))
     return exempt
+
+
+# Round three, second pass: routes around the first pass of round three (each PASSed against it).
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "get_type_hints",  # evaluates string annotations: code the scan never parsed (redteam_type_hints_eval)
+    "ForwardRef",
+    "_eval_type",
+    "get_annotations",
+    "__annotations__",
+}
+# Modules a kernel never needs to reach through another module's namespace (`triton.testing.statistics`):
+# the harness's own helpers live there, and an object reached so can be patched through a method's `self`.
+# (Names that are also common attributes of libraries, torch.jit.trace, torch.profiler.profile, are left out.)
+FOREIGN_MODULES = (BANNED_MODULES | {"statistics", "time", "os", "functools", "operator"}) - {
+    "trace",
+    "profile",
+    "code",
+    "signal",
+    "types",
+    "resource",
+}
+TYPE_ATTRIBUTES_OK = frozenset({"__name__", "__qualname__", "__module__"})
+
+
+def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
+    """Class name -> its instance methods (defs in the class body that are not static or class methods)."""
+    out: dict[str, set[str]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            out.setdefault(node.name, set()).update(
+                f.name
+                for f in node.body
+                if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
+                and not any(
+                    getattr(d, "id", getattr(d, "attr", "")) in ("staticmethod", "classmethod")
+                    for d in f.decorator_list
+                )
+            )
+    return out
+
+
+def string_annotations(tree: ast.Module) -> set[int]:
+    """String constants that are annotations (`typing.get_type_hints` evaluates them)."""
+    found: list[ast.expr | None] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.arg):
+            found.append(node.annotation)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            found.append(node.returns)
+        elif isinstance(node, ast.AnnAssign):
+            found.append(node.annotation)
+    return {id(n) for a in found if a is not None for n in ast.walk(a) if isinstance(n, ast.Constant)}
+
+
+def _annotation(node: ast.Constant) -> list[str]:
+    """An annotation string scanned as the code it is once evaluated; plain type names pass."""
+    if not isinstance(node.value, str):
+        return []
+    try:
+        expr = ast.parse(node.value, mode="eval")
+    except SyntaxError:
+        return []
+    simple = all(
+        isinstance(
+            n,
+            ast.Expression
+            | ast.Name
+            | ast.Attribute
+            | ast.Subscript
+            | ast.Tuple
+            | ast.Load
+            | ast.Constant
+            | ast.BinOp
+            | ast.BitOr
+            | ast.List,
+        )
+        for n in ast.walk(expr)
+    )
+    if simple:
+        return [f.split(": ", 1)[-1] for f in scan_source(node.value, "annotation")]
+    return [f"{node.value[:60]!r} is code, not a type (calls, lambdas or assignments in an annotation)"]
+
+
+def _foreign_self(node: ast.AST, methods: dict[str, set[str]], aliases: dict[str, str]) -> list[str]:
+    """A method's `self` may only be its own instance: an instance method taken from the class (called
+    unbound with another object as `self`), a class's attributes by name, `type(x).attr`, and modules
+    reached through other modules' namespaces are the ways to hand it something else."""
+    found: list[str] = []
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Name)
+        and node.attr in methods.get(node.value.id, ())
+    ):
+        found.append(f"takes the method {node.value.id}.{node.attr} unbound (its `self` can be any object)")
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("getattr", "hasattr")
+        and node.args
+        and isinstance(node.args[0], ast.Name)
+        and node.args[0].id in methods
+    ):
+        found.append(f"takes attributes of the class {node.args[0].id} by name")
+    if (
+        isinstance(node, ast.Attribute)
+        and isinstance(node.value, ast.Call)
+        and isinstance(node.value.func, ast.Name)
+        and node.value.func.id == "type"
+        and node.attr not in TYPE_ATTRIBUTES_OK
+    ):
+        found.append(f"takes {node.attr!r} from type(...) (a method reached so can be called unbound)")
+    if isinstance(node, ast.Attribute) and node.attr in FOREIGN_MODULES:
+        owner = _dotted(node.value, aliases)
+        if owner != node.attr:
+            found.append(f"reaches the module {node.attr!r} through {owner or 'an expression'!r}")
+    if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        for a in node.names:
+            if a.name in FOREIGN_MODULES and node.module.split(".")[0] != a.name:
+                found.append(f"imports the module {a.name!r} from {node.module!r}")
+    return found

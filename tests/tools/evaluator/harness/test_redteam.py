@@ -2,12 +2,14 @@
 the static source policy before any call, and honest kernels written with the idioms such a policy could
 mistake for cheats, which it must leave alone.
 
-Every `candidates/redteam_*` cheat below came out PASS before its policy rule existed (a TorchFunctionMode
-that moved the work into the harness's untimed reads; `statistics.median`, the timing summary, patched
-through an alias named `self`, `timeit`'s setup string, `unittest.mock.patch`, `_import_dotted_name` and a
-`__code__` swap by `functools.update_wrapper`, each with a cache that recognises the burst's inputs). The
-checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is their
-only gate for now. Controls: `redteam_control_*` are honest.
+Every `candidates/redteam_*` cheat below came out PASS before its policy rule existed: a TorchFunctionMode
+that moved the work into the harness's untimed reads (also as torch's own DeviceContext with its hook
+assigned, entered by a generator never resumed); and `statistics.median`, the timing summary, patched
+through an alias named `self`, `timeit`'s setup string, `unittest.mock.patch`, `_import_dotted_name`, a
+`__code__` swap by `functools.update_wrapper`, `typing.get_type_hints` evaluating a string annotation, and a
+method called unbound on `triton.testing.statistics`, each with a cache that recognises the burst's inputs.
+The checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is
+their only gate for now. Controls: `redteam_control_*` are honest.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ FIXED = {
     "redteam_mock_patch": "imports 'unittest'",
     "redteam_dotted_name_dict": "imports 'torch._utils'",
     "redteam_update_wrapper_code": "calls update_wrapper",
+    "redteam_type_hints_eval": "is code, not a type",
+    "redteam_method_on_foreign_self": "takes the method _Tuning.settle unbound",
 }
 # attacks the checks behind the policy already reject (the policy has nothing to say about them)
 CAUGHT_BEHIND = {"redteam_subsampled_rms": "INCORRECT"}
@@ -99,6 +103,13 @@ ROUTES = {
     "register_fake on aten": "from torch.library import register_fake\nregister_fake('aten::equal')(f)\n",
     "custom_op by alias": "from torch.library import custom_op\nc = custom_op\nc('aten::equal')\n",
     "library impl": "import torch\ntorch.library.impl('aten::equal', 'CPU')(f)\n",
+    "annotation that is code": "def f(x: \"__import__('gc')\") -> None:\n    pass\n",
+    "annotation naming a banned attribute": "def f(x: 'sys.modules') -> None:\n    pass\n",
+    "get_type_hints": "import typing\ntyping.get_type_hints(f)\n",
+    "getattr on a local class": "class P:\n    def f(self):\n        self.x = 1\ng = getattr(P, 'f')\n",
+    "method through type()": "class P:\n    def f(self):\n        self.x = 1\ntype(P()).f(obj)\n",
+    "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
+    "stdlib module imported from another": "from triton.testing import statistics\n",
 }
 
 
@@ -147,6 +158,18 @@ HONEST_IDIOMS = {
         "import torch\ndef run(x):\n    with torch.no_grad(), torch.autocast('cpu'):\n        return x\n"
     ),
     "torch.compile": "import torch\nf = torch.compile(lambda x: x * 2)\n",
+    "string annotations": (
+        "import torch\nimport triton.language as tl\n"
+        "def k(x: 'torch.Tensor', n: 'int | None', B: 'tl.constexpr') -> 'list[torch.Tensor]':\n    pass\n"
+    ),
+    "library submodules": (
+        "import numpy as np\nimport torch\nimport time\nimport triton.language as tl\nr = np.random.rand(2)\n"
+        "g = torch.random.manual_seed\nt = time.perf_counter()\nf = tl.math.rsqrt\n"
+    ),
+    "calling own methods": (
+        "class L:\n    def __init__(self):\n        self.n = 0\n    def go(self):\n        self.n += 1\n"
+        "    @staticmethod\n    def make():\n        return L()\nL.make().go()\nname = type(L()).__name__\n"
+    ),
 }
 
 
