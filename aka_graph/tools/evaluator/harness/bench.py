@@ -1,23 +1,28 @@
 """One workload's timing setup, shared by the worker (candidate) and the parent (reference): rotated
 input/output copies, then CUDA-graph capture (fallback: per-call CUDA events) or host timing on CPU.
 
-Memory: the copies only defeat the L2, so they are sized against what is free (memory.py) and never
-beyond it; when a new workload's bench does not fit, benches of earlier workloads are *parked* (their
-first inputs kept on the host, everything else freed) and rebuilt when used again. Expanded (stride-0)
-inputs keep their layout in every copy, and only their compact base is ever written.
+Memory: the copies only defeat the L2, so they are sized against what is free (memory.py's plan) and
+never beyond it; a pristine copy for eager timing only where it fits (else inputs are perturbed by exact
+in-place sign flips); fresh timed input sets are drawn one at a time (FreshSets). Before a new workload's
+bench is built, large benches of earlier workloads are *parked* (everything freed; rebuilt when used
+again, from their seed where one can regenerate them, else from first inputs kept on the host), and when
+it does not fit, small ones too. Expanded (stride-0) inputs keep their layout in every copy, and only
+their compact base is ever written.
 """
 
 from __future__ import annotations
 
 import itertools
+import random
 import time
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .inputs import FP8, packed, random_poison_
-from .memory import affordable_copies, spare_bytes
+from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
 from .timing import (
@@ -76,6 +81,57 @@ def _replicate(first: list[Any], n: int) -> list[list[Any]]:
     ]
 
 
+class FreshSets:
+    """Fresh timed input sets (issue 13, class 1) drawn when a timed call needs one (untimed), so only
+    one is alive at a time (issue 9, class 2: a pool of them held up to 1 GiB, or W x 30)."""
+
+    def __init__(self, size: int, draw: Callable[[int], list[Any]]) -> None:
+        self.size, self.draw = size, draw
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, j: int) -> list[Any]:
+        if not 0 <= j < self.size:
+            raise IndexError(j)
+        return self.draw(j)
+
+
+FLIP_CHUNKS = 64  # an input perturbed in place flips the signs of about half of this many chunks
+
+
+def _flip_signs_(base: torch.Tensor, i: int) -> None:
+    """Exact, reversible, memory-free perturbation (no pristine copy fits): the sign bit of every element
+    of a different half of `base`'s chunks on each call i (values stay the same magnitudes: valid
+    inputs, and a cache keyed on values, a sum or a sample of positions sees another input each time)."""
+    if not base.numel() or not base.is_contiguous():
+        return
+    flat = base.view(-1).view(torch.uint8 if packed(base) else _INT_OF_SIZE[base.element_size()])
+    mask = -120 if packed(base) else -(1 << (8 * base.element_size() - 1))  # 0x88: both fp4 nibbles
+    if packed(base):
+        flat = flat.view(torch.int8)
+    step = max(1, -(-flat.numel() // FLIP_CHUNKS))
+    rng = random.Random(i)
+    flags = [rng.getrandbits(1) for _ in range(0, flat.numel(), step)]
+    flags[i % len(flags)] = 1  # never a call with nothing flipped
+    for c, flip in enumerate(flags):
+        if flip:
+            flat[c * step : (c + 1) * step].bitwise_xor_(mask)
+
+
+_INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def park_large(device: torch.device, keep: Bench | None = None) -> None:
+    """Park every other bench larger than SMALL_BYTES that can be rebuilt without memory of its own
+    (regenerated from its seed): a new workload's bench is never built beside earlier large ones."""
+    for ref in list(_LIVE):
+        bench = ref()
+        if bench is not None and bench is not keep and bench.regenerate and bench.nbytes > SMALL_BYTES:
+            bench.park()
+    release(device, threshold=0)
+
+
 def _make_room(device: torch.device, need: int, keep: Bench) -> int:
     """Park the least recently used other benches until `need` bytes are spare (or none are left);
     the spare bytes then."""
@@ -102,8 +158,12 @@ class Bench:
         device: torch.device,
         l2_bytes: int,
         max_copies: int = MAX_COPIES,
+        regenerate: Callable[[], list[Any]] | None = None,
     ) -> None:
+        """`regenerate`: draws `first` again (from its seed), so a parked bench keeps nothing at all."""
         self.runner, self.device, self.l2_bytes, self.max_copies = runner, device, l2_bytes, max_copies
+        self.regenerate = regenerate
+        self.nbytes = value_bytes(first) + output_bytes(runner.out_specs)
         self.violations: list[str] = []
         self.parked: list[Any] | None = None
         self.used = next(_CLOCK)
@@ -117,10 +177,8 @@ class Bench:
 
     def _setup(self, first: list[Any]) -> None:
         runner, device = self.runner, self.device
-        out_bytes = sum(
-            torch.Size(s).numel() * torch.empty(0, dtype=d).element_size() for s, d in runner.out_specs
-        )
-        nbytes = value_bytes(first) + out_bytes
+        in_bytes, out_bytes = value_bytes(first), output_bytes(runner.out_specs)
+        nbytes = in_bytes + out_bytes
         on_gpu = device.type == "cuda"
         self.copies = [first]
         self.outs = [runner.alloc_outputs() if runner.dps else None]
@@ -128,9 +186,10 @@ class Bench:
         self.notes: list[str] = []
         self.graph: GraphTimer | None = None
         self.pristine: list[list[Any]] = []
+        self.flip = False  # no pristine copy fits: perturb by in-place sign flips
         self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
         if not on_gpu:
-            self.pristine = [clone_values([writable(v) if isinstance(v, torch.Tensor) else v for v in first])]
+            self._keep_pristine(in_bytes, out_bytes, 1)
             t0 = time.perf_counter()
             self.call(0)
             self.first_s = time.perf_counter() - t0
@@ -138,7 +197,7 @@ class Bench:
         est = estimate_us(self.call, 1)
         wanted = rotation_copies(nbytes, self.l2_bytes, est, self.max_copies)
         spare = _make_room(device, (wanted - 1) * nbytes, self) if wanted > 1 else 0
-        n = affordable_copies(nbytes, wanted, spare)
+        n = plan_memory(in_bytes, out_bytes, spare, l2_bytes=self.l2_bytes, wanted_copies=wanted).timed_copies
         if n < wanted:
             self.notes.append(
                 f"{n} of {wanted} rotated copies (limited by free memory): a pass over them is "
@@ -157,7 +216,7 @@ class Bench:
             self.notes.append(f"not capturable, CUDA-event fallback: {type(exc).__name__}: {exc}"[:500])
             keep = min(n, FALLBACK_COPIES)  # per-call L2 flush there: a few copies suffice
             self.copies, self.outs = self.copies[:keep], self.outs[:keep]
-            self.pristine = [clone_values([writable(v) for v in c]) for c in self.copies]
+            self._keep_pristine(in_bytes, out_bytes, keep)
             return
         self.graph = graph
         self.calls_per_sample = calls
@@ -165,11 +224,30 @@ class Bench:
         if problem and problem not in self.violations:
             self.violations.append(problem)
 
+    def _keep_pristine(self, in_bytes: int, out_bytes: int, copies: int) -> None:
+        """Pristine copies of the inputs for eager timing's perturbation, where the memory plan has room;
+        else the perturbation flips signs in place (`_flip_signs_`)."""
+        plan = plan_memory(in_bytes, out_bytes, spare_bytes(self.device), eager_copies=copies)
+        if plan.pristine:
+            self.pristine = [clone_values([writable(v) for v in c]) for c in self.copies]
+        else:
+            self.flip = True
+            self.notes.append(
+                f"no room for a pristine copy of the inputs ({in_bytes / 2**20:.0f} MiB): timed calls' "
+                "inputs are perturbed by exact in-place sign flips"
+            )
+
+    @property
+    def eager(self) -> bool:
+        """Timed call by call (host, CUDA-event fallback): inputs are perturbed before each call."""
+        return bool(self.pristine) or self.flip
+
     def park(self) -> None:
-        """Free this bench's device memory, keeping its first inputs on the host to rebuild it."""
+        """Free this bench's memory (device or host), keeping at most its first inputs on the host (none
+        when it can regenerate them) to rebuild it."""
         if self.parked is not None:
             return
-        self.parked = _to_host(self.copies[0])
+        self.parked = [] if self.regenerate else _to_host(self.copies[0])
         self.copies, self.outs, self.produced, self.pristine = [], [], {}, []
         self.graph = None
         if self.device.type == "cuda":
@@ -179,8 +257,10 @@ class Bench:
     def _ensure(self) -> None:
         self.used = next(_CLOCK)
         if self.parked is not None:
-            first, self.parked = _to_device(self.parked, self.device), None
-            self._setup(first)
+            parked, self.parked = self.parked, None
+            if self.regenerate:
+                park_large(self.device, keep=self)
+            self._setup(self.regenerate() if self.regenerate else _to_device(parked, self.device))
 
     def call(self, k: int) -> Any:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
@@ -211,19 +291,27 @@ class Bench:
             for o in outs
         ]
 
-    def perturb(self, i: int) -> None:
+    def perturb(self, i: int, fresh_sets: bool = True) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values
         (or on pointers) cannot skip the work while it is being timed. Graph replays need no such thing:
         Python-level caches do not run during a replay, and re-validation catches device-level ones.
-        Only an input's compact base is written (an expanded input's elements share memory)."""
+        Only an input's compact base is written (an expanded input's elements share memory).
+        `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn."""
         k = i % len(self.copies)
-        if getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
+        if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
             fresh = self.pool[i % len(self.pool)]
             self.write_inputs(k, fresh)
             for j, v in enumerate(fresh):
                 if not isinstance(v, torch.Tensor):  # a Python scalar input is passed as it is
                     self.copies[k][j] = v
             self._poison_from_pool(k, i)
+            return
+        if self.flip:  # no pristine copy (memory): exact sign flips in place
+            for t in self.copies[k]:
+                if isinstance(t, torch.Tensor) and (t.dtype.is_floating_point or packed(t)):
+                    _flip_signs_(writable(t), i)
+            for t in self.outs[k] or []:
+                random_poison_(t)
             return
         factor = 1.0 + (i + 1) * 2.0**-6
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
@@ -267,15 +355,17 @@ class Bench:
     def burst(self, reps: int, part: str = "all") -> None:
         """`reps` more samples' worth of the timed invocation, back to back, as they were timed: graph
         replays, or (host / CUDA-event fallback) the untimed perturbation then the call; part="prepare"
-        does only the perturbations, which the parent subtracts (it times requests; see plausibility)."""
+        does only the perturbations, which the parent subtracts (it times requests; see plausibility).
+        The perturbation is the pristine one here: drawing a fresh set per call would dwarf a small call
+        in the request the parent times."""
         self._ensure()
         if self.graph is not None:
             for _ in range(reps):
                 self.graph.graph.replay()
         else:
             for i in range(reps):
-                if self.pristine:
-                    self.perturb(i)
+                if self.eager:
+                    self.perturb(i, fresh_sets=False)
                 if part == "all":
                     self.call(i % len(self.copies))
         if self.device.type == "cuda":

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Iterator
 from typing import Any
 
 import torch
@@ -47,8 +48,9 @@ if FP4X2 is not None:
 FP4_LEVELS = (0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 FP8 = (torch.float8_e4m3fn, torch.float8_e5m2)
 # Random floats are drawn in float32 and cast; past this many elements they are drawn in row chunks so
-# the float32 temporary stays small (a 14 GiB bf16 expert weight must not need a 28 GiB temporary).
-CHUNK_ELEMENTS = 1 << 26
+# the float32 temporaries stay small (a 14 GiB bf16 expert weight must not need a 28 GiB temporary; at
+# 1 << 26 the draw, its transform and the cast of a 128 MiB bf16 bank still took 640 MiB at once).
+CHUNK_ELEMENTS = 1 << 22
 # SOL's name-selected ranges (its io.py): SSM decays drawn uniform in [low, high) (A_cumsum: then summed
 # along the last dimension), and mask names whose values are 0/1.
 SSM_DECAY = {"A": (-1.0, -0.001), "A_log": (-5.0, -1.0), "A_cumsum": (-0.1, 0.0), "g": (-5.0, 0.0)}
@@ -256,49 +258,56 @@ class InputFactory:
         dim when there are fewer than three rows) of every random input comes from `mix_seed`: an input
         that equals an earlier one at its edges but not inside, which a cache keyed on a few (edge) values
         answers wrongly. Where no random input has an interior (or nothing changed), the mixed seed's
-        inputs are wholly `mix_seed`'s: every seed differs from every other."""
+        inputs are wholly `mix_seed`'s: every seed differs from every other. `mix_seed`'s inputs are drawn
+        one at a time and dropped once mixed: the peak is one seed's inputs plus its largest tensor, not
+        two seeds' inputs (issue 9, class 2: a 13 GB expert bank)."""
         values = self._make(wl, seed, scale)
         if mix_seed is None or self.op.kind == "native":
             return values
-        other = self._make(wl, mix_seed, scale)
         changed = False
-        for i, spec in enumerate(self.op.inputs):
+        for i, (spec, other) in enumerate(zip(self.op.inputs, self._drawn(wl, mix_seed, scale), strict=True)):
             v = values[i]
             kind = wl.descriptors.get(spec.name, {}).get("type", "random")
             if kind == "random" and isinstance(v, torch.Tensor) and v.numel():
-                changed = _mix_interior_(v, other[i]) or changed
-        return values if changed else other
+                changed = _mix_interior_(v, other) or changed
+            del other  # before the next one is drawn
+        if changed:
+            return values
+        del values
+        return self._make(wl, mix_seed, scale)
 
     def _make(self, wl: Workload, seed: int, scale: float) -> list[Any]:
         if self.op.kind == "native":
             return self._native(wl, seed)
+        return list(self._drawn(wl, seed, scale))
+
+    def _drawn(self, wl: Workload, seed: int, scale: float) -> Iterator[Any]:
+        """The SOL inputs of (seed, scale), one at a time in declaration order (one generator stream)."""
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         custom: dict[str, Any] | None = None
-        values: list[Any] = []
         for spec in self.op.inputs:
             desc = wl.descriptors.get(spec.name, {"type": "random"})
             kind = desc.get("type", "random")
             if kind == "scalar":
-                values.append(_scalar_value(spec, desc.get("value"), self.device))
+                yield _scalar_value(spec, desc.get("value"), self.device)
             elif self.op.custom_inputs_entrypoint and kind in ("custom", "random"):
                 # SOL: with an entry point, every input comes from it (a 'random' one only if it lacks it)
                 if custom is None:
                     custom = self._custom(wl, seed)
                 if spec.name in custom:
-                    values.append(custom[spec.name])
+                    yield custom[spec.name]
                 elif kind == "random":
-                    values.append(self._random(spec, wl, gen, scale))
+                    yield self._random(spec, wl, gen, scale)
                 else:
                     raise OperatorError(
                         f"{self.op.directory}/definition.json: {self.op.custom_inputs_entrypoint} "
                         f"returned no {spec.name!r} (got {sorted(custom)}); it must return every input"
                     )
             elif kind == "safetensors":
-                values.append(self._blob(spec, wl, desc))
+                yield self._blob(spec, wl, desc)
             else:
-                values.append(self._random(spec, wl, gen, scale))
-        return values
+                yield self._random(spec, wl, gen, scale)
 
     def _random(self, spec: TensorSpec, wl: Workload, gen: torch.Generator, scale: float) -> Any:
         dtype = dtype_of(spec.dtype)

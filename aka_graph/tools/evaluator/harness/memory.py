@@ -1,12 +1,35 @@
-"""How much memory the harness's own copies may take: what is free on the device (or the host), less a
-safety margin. Rotated input/output copies only defeat the L2 cache; they must never be what runs an
-evaluation out of memory, so they are sized against this and degrade to fewer copies (down to one)."""
+"""How much memory the harness's own copies may take, and which copies it makes (the memory plan).
+
+An evaluation holds one invocation's working set W (its inputs and outputs) and, beside it, copies of its
+own: earlier seeds' inputs (fresh addresses per seed), a clone of the inputs (the bit-exact mutation check),
+rotated copies (defeat the L2), a pristine copy (eager timing perturbs inputs from it) and fresh timed
+input sets (issue 13). On real problems (MoE expert banks, long-context attention, decoder blocks: one
+call's inputs are gigabytes) those copies, not the kernel, ran the H200 out of memory (issue 9, class 2).
+So each copy is made only where `plan_memory` says so, from what is free now (`spare_bytes`: the GPU's
+free memory, or the host's available RAM, less a reserve). The peak of one process is then, per phase:
+
+- correctness: W + the largest input tensor (the mixed seed draws its interior one tensor at a time)
+  + every seed's outputs (they are sent back together); earlier seeds' inputs and an input clone only
+  while they are small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
+- timing: W x copies (copies = 1 once the inputs are >= 3x the L2, never beyond what is free)
+  + a pristine copy (eager timing only, if it fits) + one fresh timed input set at a time.
+
+Large benches of other workloads are dropped (and regenerated from their seed when used again).
+"""
 
 from __future__ import annotations
+
+import gc
+import math
+from dataclasses import dataclass
 
 import torch
 
 GIB = 1 << 30
+MIB = 1 << 20
+SMALL_BYTES = 64 * MIB  # extras always worth making (within spare): the clone and the kept seeds up to this
+L2_PASSES = 3  # rotated copies until one pass over them is 3x the L2; inputs this large need none
+POOL_BYTES = GIB  # fresh timed input sets generated per round (one held at a time), at most
 MARGIN_FRACTION = (
     0.10  # of the device's (host's) total memory, kept free for the kernel and the other process
 )
@@ -52,3 +75,62 @@ def affordable_copies(bytes_per_copy: int, wanted: int, spare: int) -> int:
     if bytes_per_copy <= 0:
         return max(1, wanted)
     return max(1, min(wanted, 1 + spare // bytes_per_copy))
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """Which of its own copies the harness makes for one workload (see the module docstring)."""
+
+    keep_seeds: bool  # earlier seeds' inputs stay alive through the seed loop (no address is reused)
+    clone_inputs: bool  # the mutation check compares with a clone (else a chunked fingerprint)
+    timed_copies: int  # input/output sets rotated in timing (1: no copy at all)
+    pristine: bool  # eager timing keeps a pristine copy to perturb from (else exact in-place flips)
+    pool_sets: int  # fresh timed input sets, generated one at a time (0: none)
+
+
+def plan_memory(
+    input_bytes: int,
+    output_bytes: int,
+    spare: int,
+    *,
+    seeds: int = 1,
+    l2_bytes: int = 0,
+    wanted_copies: int = 1,
+    eager_copies: int = 1,
+    pool_wanted: int = 0,
+) -> MemoryPlan:
+    """The memory plan for one invocation of `input_bytes` + `output_bytes`, with `spare` bytes free
+    beyond what is already allocated (`spare_bytes`). Pure: the same numbers give the same plan.
+
+    `wanted_copies`: rotated copies timing would like (timing.rotation_copies); `eager_copies`: how many
+    of them eager timing keeps (each needs a pristine twin); `pool_wanted`: fresh timed input sets wanted."""
+    work = max(1, input_bytes + output_bytes)
+    spare = max(0, spare)
+    clone = input_bytes <= min(SMALL_BYTES, spare)
+    kept = (seeds - 1) * input_bytes
+    keep = seeds > 1 and kept <= min(SMALL_BYTES, spare - (input_bytes if clone else 0))
+    copies = max(1, wanted_copies)
+    if l2_bytes > 0 and input_bytes >= L2_PASSES * l2_bytes:
+        copies = 1  # one call's inputs already outrun the L2: rotating copies buys nothing
+    copies = affordable_copies(work, copies, spare)
+    left = spare - (copies - 1) * work
+    pristine = min(copies, max(1, eager_copies)) * input_bytes <= left
+    left -= min(copies, max(1, eager_copies)) * input_bytes if pristine else 0
+    sets = min(pool_wanted, POOL_BYTES // max(1, input_bytes)) if input_bytes <= left else 0
+    return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
+
+
+def output_bytes(out_specs: list[tuple[tuple[int, ...], torch.dtype]]) -> int:
+    """Bytes of the declared outputs (shape, dtype) of one call."""
+    return sum(math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in out_specs)
+
+
+def release(device: torch.device, threshold: int = SMALL_BYTES, freed: int | None = None) -> None:
+    """Hand freed device memory back to the driver when it was large (the other process, parent or
+    worker, evaluates the same workload at the same time and sees only what the driver has free; the
+    caching allocator would otherwise keep every size it ever held, workload after workload)."""
+    if device.type != "cuda" or (freed is not None and freed < threshold):
+        return
+    gc.collect()
+    torch.cuda.synchronize(device)
+    torch.cuda.empty_cache()

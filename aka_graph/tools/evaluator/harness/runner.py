@@ -105,7 +105,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-DIGEST_CHUNK = 1 << 24  # elements summed at once: the int64 copy a sum makes stays at 128 MiB
+DIGEST_CHUNK = 1 << 22  # elements summed at once: the int64 copy a sum makes stays at 32 MiB
 
 
 def _int_sum(flat: torch.Tensor) -> int:

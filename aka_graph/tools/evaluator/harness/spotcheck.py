@@ -45,6 +45,7 @@ def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], p
     for i, got in zip(chosen, answer["outputs"], strict=True):
         inputs = session.reference.inputs(idx, timed_seed(pool_seed, i % size), 1.0)
         want, _ = session.reference.outputs(idx, inputs)
+        del inputs  # one timed call's inputs alive at a time (memory.py); `want` may still hold some
         probe = type(ks.verdicts[idx])()
         if not got:
             return f"timed call {i}: no outputs kept"
@@ -53,6 +54,7 @@ def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], p
                 f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is "
                 f"wrong: {probe.message}: the work was skipped or faked while being timed"
             )
+        del want
     return None
 
 

@@ -15,16 +15,18 @@ from typing import Any
 
 import torch
 
-from .bench import Bench
+from .bench import Bench, FreshSets, park_large, value_bytes
 from .candidate import CompileError, import_candidate, read_spec
+from .fingerprint import InputSnapshot
 from .guards import Sentinel, output_violations
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
+from .memory import output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .protocol import Channel, ChannelClosed
-from .runner import KernelRunner, ReturnError, clone_values, digest, same_bits
+from .runner import KernelRunner, ReturnError, digest, same_bits
 from .timing import HOST_REPS, timed_seed
 
 
@@ -49,7 +51,6 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 
 
 EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
-POOL_BYTES = 1 << 30  # fresh timed input sets kept at once (the CUDA-event fallback times one per set)
 
 
 def _sendable(r: Any) -> Any:
@@ -133,8 +134,10 @@ class Worker:
         outputs: list[Any] | None,
         earlier: list[torch.Tensor],
         rng_seed: int | None = None,
+        exact: bool = True,
     ) -> tuple[list[Any], list[str]]:
-        originals = clone_values(inputs)
+        """One call under the checks; `exact`: inputs compared with a clone, else by fingerprint (memory)."""
+        originals = InputSnapshot(inputs, exact)
         result = runner.invoke(inputs, outputs, rng_seed=rng_seed)
         violations: list[str] = []
         if self.device.type == "cuda":
@@ -150,10 +153,8 @@ class Worker:
         violations += output_violations(
             result if not runner.dps else [], inputs, earlier, self.device, self.contract["returned"]
         )
-        for i, (now, before) in enumerate(zip(inputs, originals, strict=True)):
-            if i in self.contract["mutated"]:
-                continue
-            if isinstance(now, torch.Tensor) and not same_bits(now, before):
+        for i in originals.changed(inputs):
+            if i not in self.contract["mutated"]:
                 violations.append(f"input {i} was modified by the kernel")
         violations += _CHECK(self.sentinel)
         return result, violations
@@ -163,23 +164,33 @@ class Worker:
         wl = self.op.workloads[idx]
         runner = self.runner(idx)
         outputs, digests, after, violations, kept, alive = [], [], [], [], [], []
+        plan, nbytes = None, 0
         try:
             for seed, scale, mix in msg["seeds"]:
                 inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
-                alive.append(inputs)  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
+                if plan is None:  # memory.py: earlier seeds and a clone only while they are small and fit
+                    nbytes = value_bytes(inputs)
+                    out_bytes = output_bytes(runner.out_specs)
+                    plan = plan_memory(nbytes, out_bytes, spare_bytes(self.device), seeds=len(msg["seeds"]))
+                if plan.keep_seeds:  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
+                    alive.append(inputs)
                 digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
                 # seeded as the parent seeds the reference's call on this seed
-                result, found = self.checked_call(runner, inputs, outs, kept, int(seed))
+                result, found = self.checked_call(runner, inputs, outs, kept, int(seed), plan.clone_inputs)
                 after.append(digest(inputs))  # the parent compares these with its own inputs
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
                 result = [*result, *(inputs[i] for i in self.contract["compared"])]  # updated in place
                 outputs.append([_sendable(r) for r in result])
+                del inputs, outs, result  # freed before the next seed's are drawn (unless kept above)
                 if found:
                     break
         except BaseException as exc:
             return {"error": _failure(exc)}
+        finally:
+            alive.clear()
+            release(self.device, freed=nbytes * len(msg["seeds"]))
         if violations:  # nothing of a cheating call's output is needed (or touched again)
             outputs = []
         return {"outputs": outputs, "digests": digests, "after_digests": after, "violations": violations}
@@ -188,9 +199,16 @@ class Worker:
         idx = int(msg["wl"])
         try:
             if idx not in self.benches:
-                wl = self.op.workloads[idx]
-                first = self.factory.make(wl, int(msg["bench_seed"]), 1.0)
-                self.benches[idx] = Bench(self.runner(idx), first, self.device, int(msg.get("l2_bytes", 0)))
+                wl, seed = self.op.workloads[idx], int(msg["bench_seed"])
+                park_large(self.device)  # no large bench of another workload beside this one (memory.py)
+                first = self.factory.make(wl, seed, 1.0)
+                self.benches[idx] = Bench(
+                    self.runner(idx),
+                    first,
+                    self.device,
+                    int(msg.get("l2_bytes", 0)),
+                    regenerate=lambda: self.factory.make(wl, seed, 1.0),
+                )
             bench = self.benches[idx]
             reval = None
             if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw
@@ -225,17 +243,16 @@ class Worker:
     def _fresh_pool(self, idx: int, bench: Bench, pool_seed: int) -> None:
         """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
         wl = self.op.workloads[idx]
-        size = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
-        budget = POOL_BYTES
-        if self.device.type == "cuda":  # never more than a quarter of what is free (issue 9, class 2)
-            budget = min(budget, torch.cuda.mem_get_info(self.device)[0] // 4)
-        current = bench.copies[0] if bench.copies else (bench.parked or [])
-        nbytes = max(1, sum(v.numel() * v.element_size() for v in current if isinstance(v, torch.Tensor)))
-        size = min(size, budget // nbytes)
-        if size < 2:  # inputs too large for fresh sets: the shifted/scaled perturbation stays (bench.py)
-            bench.use_pool([])  # and nothing of an earlier round's sets (the parent derives none now)
+        wanted = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
+        nbytes = value_bytes(bench.copies[0] if bench.copies else [])
+        plan = plan_memory(nbytes, 0, spare_bytes(self.device), pool_wanted=wanted)  # memory.py
+        if not plan.pool_sets:  # too large for fresh sets: the perturbation stays (bench.py), and nothing
+            bench.use_pool([])  # of an earlier round's sets (the parent derives none now)
             return
-        bench.use_pool([self.factory.make(wl, timed_seed(pool_seed, j), 1.0) for j in range(size)])
+        # drawn when a timed call needs it (untimed), one set alive at a time (issue 9, class 2)
+        bench.use_pool(
+            FreshSets(plan.pool_sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0))
+        )
 
     def timed_outputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The kept outputs of the timed calls the parent chose after the fact."""
