@@ -61,7 +61,19 @@ class KernelRunner:
         result = list(result) if isinstance(result, tuple | list) else [result]
         if self.out_specs and len(result) != len(self.out_specs):
             raise ReturnError(f"returned {len(result)} outputs, the operator declares {len(self.out_specs)}")
-        return [r.detach() if isinstance(r, torch.Tensor) and r.requires_grad else r for r in result]
+        return [self._normalized(r) for r in result]
+
+    def _normalized(self, r: Any) -> Any:
+        """A returned tensor as SOL's normalize_outputs takes it: on the device (a reference may build a
+        small output on the host, `torch.tensor(n)`), outside autograd. Anything else is left for the
+        guards to judge (lazy or meta tensors, subclasses)."""
+        if type(r) is not torch.Tensor:
+            return r
+        if r.requires_grad:
+            r = r.detach()
+        if r.device.type == "cpu" and self.device.type != "cpu" and r.layout == torch.strided:
+            r = r.to(self.device)
+        return r
 
 
 def expanded_dims(t: torch.Tensor) -> list[int]:

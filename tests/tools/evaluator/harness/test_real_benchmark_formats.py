@@ -3,7 +3,8 @@ core/data, core/bench/io.py, driver/templates/eval_driver.py), each reproduced b
 own under tests/fixtures/sol: expression axes, zero-size axes, integer/bool/fp8 dtypes, dict and list
 returns, non-contiguous and input-aliasing outputs, outputs in another dtype than declared, references
 that draw random numbers, custom generators' conventions, scalar inputs of every kind, tolerance fields,
-autograd and Triton references, SOL's name-selected input ranges, complex intermediates.
+autograd and Triton references, SOL's name-selected input ranges, complex intermediates, outputs that
+are one tensor twice, outputs built on the host.
 
 Each fixture's own reference, given as the candidate, must PASS (a false alarm on honest work is as
 serious as a missed cheat); the unit tests pin the convention each fixture depends on."""
@@ -46,6 +47,8 @@ FORMAT_FIXTURES = [
     "triton_reference",
     "named_input_rules",
     "complex_rope",
+    "aliased_outputs",
+    "host_built_output",
 ]
 
 
