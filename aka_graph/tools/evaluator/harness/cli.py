@@ -78,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
     wk.add_argument("--device", required=True)
     wk.add_argument("--rfd", type=int, required=True)
     wk.add_argument("--wfd", type=int, required=True)
+    wk.add_argument("--bulk-fd", type=int, help="the parent's sealed shared region for outputs (shm.py)")
     return parser
 
 
@@ -107,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.mode == "worker":
         from .worker import worker_main
 
-        return worker_main(args.op_dir, args.kernel_dir, args.device, args.rfd, args.wfd)
+        return worker_main(args.op_dir, args.kernel_dir, args.device, args.rfd, args.wfd, args.bulk_fd)
     if args.mode == "profile":
         from .profile_run import main as profile_main
 

@@ -10,11 +10,14 @@ from typing import Any
 
 from . import report
 from .isolate import sandbox_isolation, unavailable
+from .phases import startup_timeline, transfer_summary
 from .plausibility import check_worker
+from .refcache import reference_timings
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import outside_work, verify_timed_calls
+from .trusted import REFERENCE_MAX_COPIES
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
 READY_TIMEOUT_S = 180.0
@@ -27,6 +30,7 @@ def _start(
     states = [KernelState(label, path, session, workers.get(label)) for label, path in kernels.items()]
     if session.spec is not None:
         warm_up()  # the flop counter's one-time import cost overlaps the workers' start-up
+        session.times["flops_warmed_up"] = time.perf_counter()
     for ks in states:
         if ks.worker is None:
             continue
@@ -312,6 +316,7 @@ def run(
     phases["startup"] = time.perf_counter() - t0 - sum(phases.values())
     rounds: list[dict[str, Any]] = []
     ref_timing: dict[int, Any] = {}
+    ref_cache: dict[str, Any] = {"used": False, "reason": "no kernel reached timing", "cached_workloads": []}
     try:
         _correctness(session, states)
         phases["correctness"] = time.perf_counter() - t0 - sum(phases.values())
@@ -330,11 +335,7 @@ def run(
                                 lat[session.workload_id(idx)] = value
                     rounds.append({"label": label, "repeat": rep, "position": pos, "latency_us": lat})
             phases["timing"] = time.perf_counter() - t0 - sum(phases.values())
-            for idx in session.indices:
-                try:
-                    ref_timing[idx] = session.reference.time(idx, session.bench_seed, session.l2_bytes)
-                except Exception:  # an untimeable reference leaves the column empty, never a failure
-                    ref_timing[idx] = None
+            ref_timing, ref_cache = reference_timings(session, states, REFERENCE_MAX_COPIES)  # refcache.py
             phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
         stop_workers(states)
@@ -342,4 +343,7 @@ def run(
     results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
     for res in results.values():
         res["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
+        res["reference_timing_cache"] = ref_cache
+        res["timeline_s"] = startup_timeline(session, states, t0)
+        res["output_transfer"] = transfer_summary(states)
     return results, rounds

@@ -1,9 +1,12 @@
 """Framed messages between the trusted parent and the untrusted worker over dedicated pipes.
 
 A frame is an 8-byte length, a `torch.save` header, then the raw bytes of every tensor the message
-holds (outputs can be gigabytes: raw bytes through an enlarged pipe avoid serialising them twice).
-The receiver loads the header with `weights_only=True` and rebuilds tensors only from an allowlist of
-dtypes, so a message from the candidate's process carries data but can never execute code in the parent.
+holds that is not in the shared region (outputs can be gigabytes: raw bytes avoid serialising them twice).
+With a shared region (shm.py) the worker writes tensors' bytes there and the header says where ("at"):
+no pipe copy, and the worker need not wait for the parent to read. The receiver loads the header with
+`weights_only=True`, rebuilds tensors only from an allowlist of dtypes and checks every region offset and
+size against the region, so a message from the candidate's process carries data but can never execute
+code in the parent or make it read outside what it mapped.
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ import time
 from typing import Any
 
 import torch
+
+from .shm import ALIGN, Region
 
 F_SETPIPE_SZ = 1031
 _TAG = "__tensor__"
@@ -81,10 +86,37 @@ def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
     return obj
 
 
+def nbytes_of(t: torch.Tensor) -> int:
+    return t.numel() * t.element_size()
+
+
+def _metas(obj: Any) -> list[dict[str, Any]]:
+    """The tensor placeholders of a stripped message, in tensor order."""
+    found: list[dict[str, Any]] = []
+
+    def walk(o: Any) -> None:
+        if isinstance(o, dict) and _TAG in o:
+            found.append(o)
+        elif isinstance(o, dict):
+            for v in o.values():
+                walk(v)
+        elif isinstance(o, list):
+            for v in o:
+                walk(v)
+
+    walk(obj)
+    found.sort(key=lambda m: m[_TAG])
+    return found
+
+
 class Channel:
-    def __init__(self, rfd: int, wfd: int, map_location: str | None = None) -> None:
-        self.rfd, self.wfd, self.map_location = rfd, wfd, map_location
+    def __init__(
+        self, rfd: int, wfd: int, map_location: str | None = None, region: Region | None = None
+    ) -> None:
+        """`region`: the shared output region; the worker writes into it, the parent reads from it."""
+        self.rfd, self.wfd, self.map_location, self.region = rfd, wfd, map_location, region
         self._stage: torch.Tensor | None = None  # one pinned buffer, reused for every device tensor
+        self.bulk_bytes = 0  # bytes that went through the region (sent or received): reported, tested
         enlarge(wfd)
 
     def stage(self, nbytes: int) -> torch.Tensor:
@@ -100,13 +132,33 @@ class Channel:
             n = os.write(self.wfd, view[: 1 << 20])
             view = view[n:]
 
+    def _place(self, tensors: list[torch.Tensor], metas: list[dict[str, Any]]) -> list[torch.Tensor]:
+        """Write what fits into the region (from offset 0: the previous reply has been consumed, as the
+        parent sends its next request only then); return the tensors left for the pipe."""
+        if self.region is None or self.region.map is None:
+            return tensors
+        left, at = [], 0
+        for t, meta in zip(tensors, metas, strict=True):
+            n = nbytes_of(t)
+            if n == 0 or at + n > self.region.size:
+                left.append(t)
+                continue
+            dst = torch.frombuffer(self.region.map, dtype=torch.uint8, count=n, offset=at)
+            dst.copy_(t.reshape(-1).view(torch.uint8))  # device -> host, synchronous (pageable memory)
+            meta["at"] = at
+            self.bulk_bytes += n
+            at += -(-n // ALIGN) * ALIGN
+        return left
+
     def send(self, obj: Any) -> None:
         tensors: list[torch.Tensor] = []
+        stripped = _strip(obj, tensors)
+        left = self._place(tensors, _metas(stripped)) if tensors else tensors
         buf = io.BytesIO()
-        torch.save(_strip(obj, tensors), buf)
+        torch.save(stripped, buf)
         header = buf.getvalue()
         self._write(memoryview(struct.pack("<Q", len(header)) + header))
-        for t in tensors:
+        for t in left:
             if t.device.type == "cuda":  # device -> pinned stage (synchronous copy), then the pipe
                 n = t.numel() * t.element_size()
                 staged = self.stage(n)
@@ -143,6 +195,8 @@ class Channel:
             numel *= d
         nbytes = numel * torch.empty(0, dtype=dtype).element_size()
         on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
+        if "at" in meta:  # in the shared region: bounds checked, then copied out at once
+            return self._from_region(meta["at"], nbytes, on_gpu).view(dtype).reshape(shape)
         if on_gpu:  # pipe -> pinned stage -> a new device tensor (synchronous: the stage is free again)
             staged = self.stage(nbytes)
             self._read_into(_bytes_view(staged), deadline)
@@ -151,6 +205,18 @@ class Channel:
         raw = torch.empty(nbytes, dtype=torch.uint8)
         self._read_into(_bytes_view(raw), deadline)
         return raw.view(dtype).reshape(shape)
+
+    def _from_region(self, at: Any, nbytes: int, on_gpu: bool) -> torch.Tensor:
+        """The bytes at `at` as a tensor of the parent's own (a copy: the worker can still write the
+        region, so nothing judged may be a view of it)."""
+        if self.region is None or self.region.map is None or nbytes == 0 or not self.region.holds(at, nbytes):
+            raise ProtocolError(f"tensor of {nbytes} bytes at {at!r} is outside the shared region")
+        src = torch.frombuffer(self.region.map, dtype=torch.uint8, count=nbytes, offset=at)
+        self.bulk_bytes += nbytes
+        if on_gpu:
+            assert self.map_location is not None
+            return src.to(self.map_location, copy=True)
+        return src.clone()
 
     def _rebuild(self, obj: Any, deadline: float | None, count: list[int]) -> Any:
         if isinstance(obj, dict) and _TAG in obj:

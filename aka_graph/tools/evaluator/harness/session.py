@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import platform
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -158,7 +159,9 @@ class KernelState:
 class Session:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
+        self.times: dict[str, float] = {"session_start": time.perf_counter()}  # milestones (phases.py)
         self.op: Operator = load_operator(Path(settings.op_dir))
+        self.times["operator_loaded"] = time.perf_counter()
         self.op.blob_root = settings.blob_root
         chosen = self.op.select(settings.shape_ids)
         self.indices = [self.op.workloads.index(w) for w in chosen]
@@ -175,7 +178,8 @@ class Session:
         blobs = missing_blobs(self.op, [self.op.workloads[i] for i in self.indices])
         if blobs:
             raise OperatorError(blobs)
-        self.device_info = device_info(self.device)
+        self.device_info = device_info(self.device)  # on a GPU: creates the parent's CUDA context
+        self.times["device_ready"] = time.perf_counter()
         table = load_table(settings.peak_table) if settings.peak_table else None
         self.spec: GpuSpec | None = None
         if settings.gpu_spec or self.device.type == "cuda":
@@ -192,10 +196,12 @@ class Session:
             self.seeds.append((base[0][0], 1.0, fresh_seed()))
         self.bench_seed = fresh_seed()
         self.reference = Reference(self.op, self.device, self.seeds[0][0])
+        self.times["reference_loaded"] = time.perf_counter()
         self.sol: dict[int, SolBound] = {}
         # what the reference itself does to its inputs is the operator's contract (trusted.py)
         probe = min(self.indices, key=lambda i: workload_elements(self.op, self.op.workloads[i]))
         self.contract = self.reference.contract(probe)
+        self.times["contract_probed"] = time.perf_counter()
 
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id

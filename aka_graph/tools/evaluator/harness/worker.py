@@ -9,6 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import time
 import traceback
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,9 @@ from .memory import output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .protocol import Channel, ChannelClosed
+from .phases import process_start
 from .runner import KernelRunner, ReturnError, digest, same_bits
+from .shm import Region, sealed
 from .timing import HOST_REPS, timed_seed
 
 
@@ -71,8 +74,10 @@ class Worker:
         if device.type == "cuda":  # CUDA init sets CUDA_MODULE_LOADING; do it before the snapshot
             torch.empty(1, device=device)
             torch.cuda.synchronize()
+            TIMELINE["cuda_ready"] = time.perf_counter()
         with contextlib.suppress(ImportError):  # most candidates import it: pay that while the parent
             import triton  # noqa: F401  (loads the operator and its references)
+        TIMELINE["triton_imported"] = time.perf_counter()
         self.target: Any = None
         self.dps = True
         self.models: dict[int, Any] = {}
@@ -319,11 +324,14 @@ def _die_with_parent() -> None:
         pass
 
 
-def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -> int:
+def worker_main(
+    op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int, bulk_fd: int | None = None
+) -> int:
     _die_with_parent()
     os.dup2(2, 1)  # candidate prints go to the log, never into the protocol
     sys.stdout = sys.stderr
-    chan = Channel(rfd, wfd)
+    region = Region(bulk_fd) if bulk_fd is not None and sealed(bulk_fd) else None
+    chan = Channel(rfd, wfd, region=region)
     if device == "auto":  # resolved as the parent resolves it; the parent checks the answer
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":  # before triton is imported and before the sentinel's snapshot
@@ -337,7 +345,9 @@ def worker_main(op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int) -
     except BaseException as exc:
         chan.send({"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"}})
         return 1
-    chan.send({"ready": True, "device": dev.type})
+    started = process_start()
+    TIMELINE.update({"ready": time.perf_counter(), **({"process_start": started} if started else {})})
+    chan.send({"ready": True, "device": dev.type, "timeline": TIMELINE})
     handlers = {
         "load": worker.load,
         "run": worker.run,

@@ -12,10 +12,12 @@ import signal
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
-from .isolate import argv_prefix, die_with_parent, unavailable
+from . import shm
+from .isolate import argv_prefix, die_with_parent, host_memory_bytes, unavailable
 from .opview import hidden_paths, write_view
 
 PACKAGE = __package__ or "harness"
@@ -118,7 +120,11 @@ class WorkerProcess:
         self.isolation = "namespace" if jail is not None else f"none ({unavailable()})"
         p2w_r, p2w_w = os.pipe()
         w2p_r, w2p_w = os.pipe()
+        # the worker's outputs come back through a sealed shared region where the kernel allows (shm.py)
+        self.region_fd = shm.create(shm.capacity(host_memory_bytes()))
+        bulk = ["--bulk-fd", str(self.region_fd)] if self.region_fd is not None else []
         self.log = open(self.log_path, "wb")  # noqa: SIM115 - lives as long as the worker
+        self.times: dict[str, float] = {"spawn": time.perf_counter()}  # start-up milestones (phases.py)
         self.proc = subprocess.Popen(
             [
                 *(jail or []),
@@ -136,8 +142,9 @@ class WorkerProcess:
                 str(p2w_r),
                 "--wfd",
                 str(w2p_w),
+                *bulk,
             ],
-            pass_fds=(p2w_r, w2p_w),
+            pass_fds=(p2w_r, w2p_w, *([self.region_fd] if self.region_fd is not None else [])),
             stdin=subprocess.DEVNULL,
             stdout=self.log,
             stderr=self.log,
@@ -151,6 +158,7 @@ class WorkerProcess:
         os.close(p2w_r)
         os.close(w2p_w)
         self.chan: Any = None
+        self.worker_times: dict[str, float] = {}
         self.fds = (w2p_r, p2w_w)
         self.ready = False
         self.closed = False
@@ -163,13 +171,17 @@ class WorkerProcess:
     def attach(self, map_location: str) -> None:
         from .protocol import Channel
 
-        self.chan = Channel(self.fds[0], self.fds[1], map_location=map_location)
+        region = shm.Region(self.region_fd) if self.region_fd is not None else None
+        self.chan = Channel(self.fds[0], self.fds[1], map_location=map_location, region=region)
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
         reply = self.request(None, timeout_s)
+        self.times["ready_received"] = time.perf_counter()
         if "error" in reply:
             raise WorkerDied(reply["error"]["message"])
         self.ready = True
+        timeline = reply.get("timeline")  # sent before the candidate was imported
+        self.worker_times = dict(timeline) if isinstance(timeline, dict) else {}
         return reply
 
     def request(self, msg: dict[str, Any] | None, timeout_s: float) -> dict[str, Any]:
@@ -178,7 +190,10 @@ class WorkerProcess:
         try:
             if msg is not None:
                 self.chan.send(msg)
-            return self.chan.recv(timeout_s)
+            reply = self.chan.recv(timeout_s)
+            if msg is not None and msg.get("cmd") == "load":
+                self.times["candidate_loaded"] = time.perf_counter()
+            return reply
         except ChannelTimeout:
             self.kill()
             raise
@@ -209,7 +224,7 @@ class WorkerProcess:
             return
         self.closed = True
         self.kill()  # nothing of the worker's is needed any more; a graceful exit only costs time
-        for fd in self.fds:
+        for fd in (*self.fds, *([self.region_fd] if self.region_fd is not None else [])):
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.log.close()

@@ -1,0 +1,148 @@
+"""Outputs come back from the worker through a sealed shared region, not the pipe (issue 9, Speed), and
+the region can neither crash the parent nor let it read outside what it mapped: every offset and size in a
+header is checked, the worker cannot shrink or grow the region, and what the parent judges is its own
+copy, never a view that the worker could still change."""
+
+from __future__ import annotations
+
+import io
+import os
+import struct
+import threading
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness import shm
+from aka_graph.tools.evaluator.harness.protocol import Channel, ProtocolError
+
+SIZE = 1 << 20
+
+
+@pytest.fixture
+def region_fd() -> Iterator[int]:
+    fd = shm.create(SIZE)
+    if fd is None:
+        pytest.skip("this kernel has no sealable memfd")
+    yield fd
+    os.close(fd)
+
+
+def pair(fd: int | None) -> tuple[Channel, Channel]:
+    """(worker end, parent end) over real pipes, both mapping the region `fd` when given."""
+    w2p_r, w2p_w = os.pipe()
+    p2w_r, p2w_w = os.pipe()
+    region = (lambda: shm.Region(os.dup(fd))) if fd is not None else (lambda: None)
+    return Channel(p2w_r, w2p_w, region=region()), Channel(w2p_r, p2w_w, region=region())
+
+
+def forged(chan_w: Channel, header: object) -> None:
+    """A frame as a candidate could write it into the channel: any header at all."""
+    buf = io.BytesIO()
+    torch.save(header, buf)
+    data = buf.getvalue()
+    os.write(chan_w.wfd, struct.pack("<Q", len(data)) + data)
+
+
+def test_outputs_travel_through_the_region_and_arrive_intact(region_fd: int) -> None:
+    worker, parent = pair(region_fd)
+    outs = [torch.randn(64, 33).to(torch.bfloat16), torch.arange(7, dtype=torch.int64), torch.tensor(True)]
+    worker.send({"outputs": [outs, [1.5, None]], "digests": [3.0]})
+    got = parent.recv(timeout_s=30)
+    for g, w in zip(got["outputs"][0], outs, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w)
+    assert got["outputs"][1] == [1.5, None] and got["digests"] == [3.0]
+    expected = sum(t.numel() * t.element_size() for t in outs)
+    assert worker.bulk_bytes == expected == parent.bulk_bytes
+
+
+def test_without_a_region_the_pipe_still_carries_everything() -> None:
+    worker, parent = pair(None)
+    t = torch.randn(300, 300)
+    worker.send({"outputs": [t]})
+    assert torch.equal(parent.recv(timeout_s=30)["outputs"][0], t)
+    assert worker.bulk_bytes == 0 == parent.bulk_bytes
+
+
+def test_what_does_not_fit_goes_through_the_pipe(region_fd: int) -> None:
+    worker, parent = pair(region_fd)
+    small, big = torch.ones(1000), torch.randn(SIZE // 4 + 1)  # big: 1 MiB + 4 bytes, over the region
+    sender = threading.Thread(target=worker.send, args=({"outputs": [small, big, small * 2]},))
+    sender.start()  # more than a pipe holds: the worker's process writes while the parent reads
+    got = parent.recv(timeout_s=60)["outputs"]
+    sender.join(timeout=60)
+    assert torch.equal(got[0], small) and torch.equal(got[1], big) and torch.equal(got[2], small * 2)
+    assert parent.bulk_bytes == 2 * small.numel() * 4
+
+
+def test_the_parent_judges_a_copy_that_later_writes_to_the_region_cannot_change(region_fd: int) -> None:
+    worker, parent = pair(region_fd)
+    worker.send({"outputs": [torch.zeros(256)]})
+    got = parent.recv(timeout_s=30)["outputs"][0]
+    assert worker.region is not None and worker.region.map is not None
+    worker.region.map[:1024] = b"\xff" * 1024  # the candidate's process rewrites the region afterwards
+    assert torch.equal(got, torch.zeros(256))
+
+
+@pytest.mark.parametrize(
+    "at",
+    [SIZE - 8, SIZE, -64, 1 << 62, "0", 0.0, True],
+    ids=["past-the-end", "at-the-end", "negative", "huge", "string", "float", "bool"],
+)
+def test_a_forged_offset_outside_the_region_is_a_protocol_error(region_fd: int, at: object) -> None:
+    worker, parent = pair(region_fd)
+    forged(worker, {"outputs": [{"__tensor__": 0, "shape": [4], "dtype": "float32", "at": at}]})
+    with pytest.raises(ProtocolError, match="outside the shared region"):
+        parent.recv(timeout_s=30)
+
+
+def test_a_forged_shape_too_large_for_the_region_is_a_protocol_error(region_fd: int) -> None:
+    worker, parent = pair(region_fd)
+    forged(worker, {"o": [{"__tensor__": 0, "shape": [1 << 40, 1 << 40], "dtype": "float64", "at": 0}]})
+    with pytest.raises(ProtocolError, match="outside the shared region"):
+        parent.recv(timeout_s=30)
+
+
+def test_a_region_offset_without_a_region_is_a_protocol_error() -> None:
+    worker, parent = pair(None)
+    forged(worker, {"o": [{"__tensor__": 0, "shape": [4], "dtype": "float32", "at": 0}]})
+    with pytest.raises(ProtocolError):
+        parent.recv(timeout_s=30)
+
+
+def test_a_dtype_off_the_allowlist_is_refused_in_the_region_too(region_fd: int) -> None:
+    worker, parent = pair(region_fd)
+    forged(worker, {"o": [{"__tensor__": 0, "shape": [4], "dtype": "complex64", "at": 0}]})
+    with pytest.raises(ProtocolError, match="bad tensor header"):
+        parent.recv(timeout_s=30)
+
+
+def test_the_worker_can_neither_shrink_nor_grow_nor_unseal_the_region(region_fd: int) -> None:
+    assert shm.sealed(region_fd)
+    mine = os.dup(region_fd)  # what the worker holds: the same open file
+    with pytest.raises(PermissionError):
+        os.ftruncate(mine, 0)  # would make the parent's mapping fault (SIGBUS) on its next read
+    with pytest.raises(PermissionError):
+        os.ftruncate(mine, SIZE * 2)
+    import fcntl
+
+    with pytest.raises(PermissionError):
+        fcntl.fcntl(mine, fcntl.F_ADD_SEALS, fcntl.F_SEAL_WRITE)  # F_SEAL_SEAL: no more seals either
+    os.close(mine)
+    assert os.fstat(region_fd).st_size == SIZE
+
+
+def test_an_unsealed_file_is_not_used_as_a_region() -> None:
+    fd = os.memfd_create("plain")
+    try:
+        os.ftruncate(fd, SIZE)
+        assert not shm.sealed(fd)
+    finally:
+        os.close(fd)
+
+
+def test_the_region_is_a_bounded_share_of_host_memory() -> None:
+    assert shm.capacity(16 << 30) == 4 << 30
+    assert shm.capacity(2 << 40) == shm.MAX_CAPACITY
+    assert shm.capacity(0) == 0 and shm.create(0) is None

@@ -1,0 +1,159 @@
+"""The reference's latency is cached across evaluations (issue 9, Speed): per operator (reference source
+included), workload, device and harness version, in a directory only the trusted parent writes, used only
+while every worker is jailed, said in the result, and never taken from an entry it did not write itself."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from aka_graph.tools.evaluator.harness import refcache
+from aka_graph.tools.evaluator.harness.refcache import ReferenceTimingCache, entry_key, operator_digest
+from aka_graph.tools.evaluator.harness.timing import Timing
+from tests.conftest import REPO_ROOT, SOL_FIXTURES
+from tests.tools.evaluator.harness.test_gates import BATCH1
+
+HARNESS_PARENT = REPO_ROOT / "aka_graph" / "tools" / "evaluator"
+DEVICE = {"name": "NVIDIA H200", "arch": "sm_90"}
+SETTINGS = {"l2_bytes": 50 << 20, "max_copies": 512}
+
+
+def timing(lat: float = 12.5) -> Timing:
+    return Timing(lat, 0.4, [lat, lat + 0.1], "cuda_graph", 2.0, ["a note"])
+
+
+def test_a_stored_timing_comes_back_and_is_counted_as_a_hit(tmp_path: Path) -> None:
+    cache = ReferenceTimingCache(tmp_path)
+    key = entry_key("op", "0:w", DEVICE, SETTINGS)
+    assert cache.get(key, "w") is None
+    cache.put(key, timing())
+    got = ReferenceTimingCache(tmp_path).get(key, "w")
+    assert got == timing()
+    assert cache.summary() == {"used": True, "directory": str(tmp_path), "cached_workloads": []}
+
+
+def test_the_key_changes_with_the_reference_the_workload_the_device_and_the_settings(tmp_path: Path) -> None:
+    op = tmp_path / "op"
+    op.mkdir()
+    (op / "definition.json").write_text('{"reference": "def run(x): return x"}')
+    before = operator_digest(op)
+    (op / "definition.json").write_text('{"reference": "def run(x): return x * 1"}')
+    assert operator_digest(op) != before
+    base = entry_key("d", "0:w", DEVICE, SETTINGS)
+    assert base == entry_key("d", "0:w", dict(DEVICE), dict(SETTINGS))  # deterministic
+    assert base != entry_key("d2", "0:w", DEVICE, SETTINGS)
+    assert base != entry_key("d", "1:w", DEVICE, SETTINGS)
+    assert base != entry_key("d", "0:w", {**DEVICE, "name": "NVIDIA B200"}, SETTINGS)
+    assert base != entry_key("d", "0:w", DEVICE, {**SETTINGS, "l2_bytes": 1})
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"latency_us": float("nan")},
+        {"latency_us": -1.0},
+        {"latency_us": "12"},
+        {"method": "made_up"},
+        {"samples_us": "fast"},
+        {"notes": [1]},
+    ],
+    ids=["nan", "negative", "string", "method", "samples", "notes"],
+)
+def test_an_entry_this_module_would_not_write_is_ignored(tmp_path: Path, entry: dict) -> None:
+    key = entry_key("op", "0:w", DEVICE, SETTINGS)
+    good = json.loads(json.dumps({"key": key, "timing": vars(timing())}))
+    good["timing"].update(entry)
+    (tmp_path / f"{key}.json").write_text(json.dumps(good, allow_nan=True))
+    cache = ReferenceTimingCache(tmp_path)
+    assert cache.get(key, "w") is None and cache.hits == []
+
+
+def test_an_entry_filed_under_another_key_is_ignored(tmp_path: Path) -> None:
+    key, other = entry_key("op", "0:w", DEVICE, SETTINGS), entry_key("op", "1:w", DEVICE, SETTINGS)
+    (tmp_path / f"{key}.json").write_text(json.dumps({"key": other, "timing": vars(timing())}))
+    assert ReferenceTimingCache(tmp_path).get(key, "w") is None
+
+
+def test_a_disabled_cache_neither_reads_nor_writes_and_says_why(tmp_path: Path) -> None:
+    key = entry_key("op", "0:w", DEVICE, SETTINGS)
+    ReferenceTimingCache(tmp_path).put(key, timing())
+    off = ReferenceTimingCache(tmp_path / "off", enabled=False, reason="not jailed")
+    assert off.get(key, "w") is None
+    off.put(key, timing())
+    assert not (tmp_path / "off").exists()
+    assert off.summary() == {"used": False, "reason": "not jailed", "cached_workloads": []}
+
+
+def test_only_an_evaluation_whose_workers_are_all_jailed_uses_the_cache() -> None:
+    jailed, free = SimpleNamespace(isolation="namespace"), SimpleNamespace(isolation="none (no unshare)")
+    assert refcache.jailed([SimpleNamespace(worker=jailed), SimpleNamespace(worker=None)])
+    assert not refcache.jailed([SimpleNamespace(worker=jailed), SimpleNamespace(worker=free)])
+
+
+def _evaluate(out: Path, cache: Path, jail: str = "1") -> dict:
+    env = {**os.environ, "AKA_CACHE_DIR": str(cache), "AKA_WORKER_JAIL": jail}
+    kernel = REPO_ROOT / "tests/tools/evaluator/harness/candidates/rmsnorm_torch"
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "harness",
+            "evaluate",
+            "--op-dir",
+            str(SOL_FIXTURES / "rmsnorm"),
+            "--kernel-dir",
+            str(kernel),
+            "--shape-id",
+            BATCH1,
+            "--seeds",
+            "1",
+            "--device",
+            "cpu",
+            "--out",
+            str(out),
+        ],
+        cwd=HARNESS_PARENT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
+    assert out.is_file(), proc.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+@pytest.mark.slow
+def test_the_second_evaluation_takes_the_reference_latency_from_the_cache_and_says_so(tmp_path: Path) -> None:
+    from aka_graph.tools.evaluator.harness.isolate import unavailable
+
+    if unavailable() is not None:
+        pytest.skip(f"no worker jail here: {unavailable()}")
+    first = _evaluate(tmp_path / "a.json", tmp_path / "cache")
+    second = _evaluate(tmp_path / "b.json", tmp_path / "cache")
+    assert first["status"] == second["status"] == "PASS"
+    assert first["reference_timing_cache"]["cached_workloads"] == []
+    assert second["reference_timing_cache"] == {
+        "used": True,
+        "directory": str(tmp_path / "cache" / "reference_timing"),
+        "cached_workloads": [BATCH1],
+    }
+    ref = [w["reference_latency_us"] for w in (first["workloads"][0], second["workloads"][0])]
+    assert ref[0] is not None and ref[0] == ref[1]
+    assert second["output_transfer"]["shared_region"] and second["output_transfer"]["shared_region_bytes"] > 0
+    timeline = second["timeline_s"]
+    for point in ("parent.worker_spawn", "worker.torch_imported", "worker.ready", "parent.contract_probed"):
+        assert 0 <= timeline[point] <= second["phases_s"]["total"], point
+
+
+@pytest.mark.slow
+def test_an_unjailed_worker_turns_the_cache_off(tmp_path: Path) -> None:
+    res = _evaluate(tmp_path / "a.json", tmp_path / "cache", jail="0")
+    assert res["status"] == "PASS" and res["reference_timing_cache"]["used"] is False
+    assert "jail" in res["reference_timing_cache"]["reason"]
+    assert not (tmp_path / "cache" / "reference_timing").exists()
