@@ -27,6 +27,9 @@ _ST_DTYPES = {
     "F8_E4M3": torch.float8_e4m3fn,
     "F8_E5M2": torch.float8_e5m2,
 }
+for _name, _attr in (("U16", "uint16"), ("U32", "uint32"), ("U64", "uint64")):  # torch >= 2.3
+    if hasattr(torch, _attr):
+        _ST_DTYPES[_name] = getattr(torch, _attr)
 
 
 def load_tensor(op: Operator, desc: dict[str, Any], input_name: str) -> torch.Tensor:
@@ -36,22 +39,25 @@ def load_tensor(op: Operator, desc: dict[str, Any], input_name: str) -> torch.Te
             f"safetensors file {desc.get('path')} for input {input_name!r} not found; pass --blob-root DIR"
         )
     key = desc.get("tensor_key") or desc.get("key") or input_name
-    data = path.read_bytes()
-    try:
-        (hlen,) = struct.unpack("<Q", data[:8])
-        header = json.loads(data[8 : 8 + hlen])
-    except (struct.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
-        raise OperatorError(f"{path}: not a safetensors file ({exc})") from None
-    if key not in header:
-        raise OperatorError(
-            f"{path}: no tensor {key!r} (has {sorted(k for k in header if k != '__metadata__')}); "
-            f"fix tensor_key of input {input_name!r}"
-        )
-    meta = header[key]
-    if meta.get("dtype") not in _ST_DTYPES:
-        raise OperatorError(f"{path}: tensor {key!r} has dtype {meta.get('dtype')!r}, not supported here")
-    start, end = meta["data_offsets"]
-    raw = bytearray(data[8 + hlen + start : 8 + hlen + end])
+    with path.open("rb") as f:  # the header, then only this tensor's bytes (a blob may hold many inputs)
+        try:
+            (hlen,) = struct.unpack("<Q", f.read(8))
+            header = json.loads(f.read(hlen))
+            if not isinstance(header, dict):
+                raise ValueError("the header is not a JSON object")
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise OperatorError(f"{path}: not a safetensors file ({exc})") from None
+        if key not in header:
+            raise OperatorError(
+                f"{path}: no tensor {key!r} (has {sorted(k for k in header if k != '__metadata__')}); "
+                f"fix tensor_key of input {input_name!r}"
+            )
+        meta = header[key]
+        if meta.get("dtype") not in _ST_DTYPES:
+            raise OperatorError(f"{path}: tensor {key!r} has dtype {meta.get('dtype')!r}, not supported here")
+        start, end = meta["data_offsets"]
+        f.seek(8 + hlen + start)
+        raw = bytearray(f.read(end - start))
     dtype = _ST_DTYPES[meta["dtype"]]
     flat = torch.frombuffer(raw, dtype=dtype) if raw else torch.empty(0, dtype=dtype)
     return flat.reshape(meta["shape"]).clone()

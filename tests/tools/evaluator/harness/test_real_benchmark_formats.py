@@ -145,6 +145,23 @@ def test_blob_paths_resolve_less_leading_components_like_sols_driver(tmp_path: P
     assert "data/flashinfer-trace/blob/w/x.safetensors" in (missing_blobs(op, op.workloads[:1]) or "")
 
 
+def test_a_blob_tensor_is_read_alone_from_a_file_of_many_with_its_own_dtype(tmp_path: Path) -> None:
+    from aka_graph.tools.evaluator.harness.opmodel import OperatorError
+    from aka_graph.tools.evaluator.harness.safetensors_io import load_tensor
+
+    op = load_operator(FIXTURES / "safetensors_blob")
+    op.blob_root = tmp_path
+    tensors = {"a": torch.arange(6, dtype=torch.int32).reshape(2, 3), "b": torch.ones(0), "c": torch.eye(3)}
+    if hasattr(torch, "uint16"):
+        tensors["d"] = torch.arange(5).to(torch.uint16)
+    save_tensors(tmp_path / "m.safetensors", tensors)
+    for key, want in tensors.items():
+        got = load_tensor(op, {"path": "m.safetensors", "tensor_key": key}, key)
+        assert got.dtype == want.dtype and torch.equal(got.view(-1).long(), want.view(-1).long())
+    with pytest.raises(OperatorError, match=r"no tensor 'z' \(has \['a', 'b', 'c'"):
+        load_tensor(op, {"path": "m.safetensors", "tensor_key": "z"}, "x")
+
+
 # --- calling conventions ------------------------------------------------------------------------------
 
 
