@@ -49,6 +49,10 @@ def workspace_of(ctx: CampaignContext, state: CampaignState) -> CampaignWorkspac
     In production mode every commit made through it is checked for private shapes where it happens,
     and a campaign that leaked once fails again on every later step (see `privacy_guard`)."""
     ws = ctx.workspace(state.workspace_root)
+    if state.target is not None and state.target.op_format == "command":  # also when resumed: the task's
+        from aka_graph.tasks.campaign import configure_workspace  # editable files, not the framework's
+
+        configure_workspace(ws, state.target)
     privacy = privacy_of_state(state)
     if privacy is not None:
         privacy.raise_if_violated()

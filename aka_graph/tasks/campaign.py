@@ -77,10 +77,14 @@ def task_of(target: Any) -> LoadedTask | None:
 
 
 def configure_workspace(ws: Any, target: Any) -> None:
-    """A reopened workspace of a command-task campaign: its editable files are the task's."""
+    """A reopened workspace of a command-task campaign: its editable files are the task's (once per
+    workspace handle; a resumed campaign's nodes call this with the checkpointed target)."""
+    if getattr(ws, "command_task_configured", False):
+        return
     loaded = task_of(target)
     if loaded is not None:
         ws.editable_files = workspace_editable(loaded)
+        ws.command_task_configured = True
 
 
 def promotion_overrides(loaded: LoadedTask, frozen: Path) -> dict[str, Path]:
