@@ -123,6 +123,8 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     # a stochastic reference (dropout, sampling) cannot be matched by an unseeded timed call
     reval = None if verdict.revalidated or session.contract.get("stochastic") else [fresh_seed(), 1.0]
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
+    if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
+        reval = pool_seed = None
     helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
     reply = ks.request(
         {

@@ -79,6 +79,9 @@ class Reference:
         # random draws, not merely a nondeterministic device reduction (atomics differ on the same seed too,
         # and stay judged by the tolerance with every check in place)
         contract["stochastic"] = _fingerprint(result) == _fingerprint(same) != _fingerprint(other)
+        # a custom generator whose tensors' shapes depend on the seed (ragged lengths drawn at random):
+        # fresh values cannot be written into a bench's fixed buffers (timed sets, re-validation)
+        contract["layout_varies"] = _layout(inputs) != _layout(self.inputs(idx, self.init_seed + 1, 1.0))
         return contract
 
     def revalidation_inputs(
@@ -111,6 +114,11 @@ class Reference:
                 regenerate=lambda: self.inputs(idx, bench_seed, 1.0),
             )
         return self.benches[idx].measure()
+
+
+def _layout(values: list[Any]) -> list[Any]:
+    """What fixed buffers must agree on: each tensor's shape and dtype (Python scalars may differ)."""
+    return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else None for v in values]
 
 
 def _fingerprint(outputs: list[Any]) -> tuple[list[float], list[Any]]:

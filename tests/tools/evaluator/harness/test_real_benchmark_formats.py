@@ -4,7 +4,7 @@ own under tests/fixtures/sol: expression axes, zero-size axes, integer/bool/fp8 
 returns, non-contiguous and input-aliasing outputs, outputs in another dtype than declared, references
 that draw random numbers, custom generators' conventions, scalar inputs of every kind, tolerance fields,
 autograd and Triton references, SOL's name-selected input ranges, complex intermediates, outputs that
-are one tensor twice, outputs built on the host.
+are one tensor twice, outputs built on the host, custom generators whose shapes depend on the seed.
 
 Each fixture's own reference, given as the candidate, must PASS (a false alarm on honest work is as
 serious as a missed cheat); the unit tests pin the convention each fixture depends on."""
@@ -49,6 +49,7 @@ FORMAT_FIXTURES = [
     "complex_rope",
     "aliased_outputs",
     "host_built_output",
+    "custom_ragged_shapes",
 ]
 
 
@@ -216,6 +217,14 @@ def test_the_reference_contract_says_whether_the_reference_draws_random_numbers(
 ) -> None:
     op = load_operator(FIXTURES / name)
     assert Reference(op, CPU, 3).contract(0)["stochastic"] is stochastic
+
+
+def test_a_generator_whose_shapes_depend_on_the_seed_is_known_before_any_timing() -> None:
+    ragged = load_operator(FIXTURES / "custom_ragged_shapes")
+    assert Reference(ragged, CPU, 3).contract(0)["layout_varies"] is True  # no fresh values into buffers
+    fixed = load_operator(FIXTURES / "custom_generator_conventions")
+    contract = Reference(fixed, CPU, 3).contract(0)
+    assert contract["layout_varies"] is False and contract["stochastic"] is False  # only a scalar varies
 
 
 # --- end to end: each fixture's own reference as the candidate ----------------------------------------
