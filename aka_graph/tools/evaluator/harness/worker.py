@@ -26,11 +26,13 @@ from .loading import load_operator
 from .memory import output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
-from .protocol import Channel, ChannelClosed
 from .phases import process_start
+from .protocol import Channel, ChannelClosed
 from .runner import KernelRunner, ReturnError, digest, same_bits
 from .shm import Region, sealed
 from .timing import HOST_REPS, timed_seed
+
+TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
