@@ -157,6 +157,7 @@ def scan_source(source: str, filename: str) -> list[str]:
     skipped = main_block_nodes(tree)
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import)]
     imported = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
+    imported -= rebound_names(tree)  # `st` a module in one function, a stride in another: not a module
     aliases = import_aliases(tree)
     own_ops = own_custom_ops(tree, aliases)
     methods = instance_methods(tree)
@@ -202,7 +203,9 @@ def scan_source(source: str, filename: str) -> list[str]:
             and node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__")
         ):
             flag(node, f"changes os.environ ({node.func.attr})")
-        if isinstance(node, ast.Import | ast.ImportFrom):
+        if isinstance(node, ast.ImportFrom) and node.level:
+            pass  # `from .trace import x`: the kernel's own module (scanned as a file), not the stdlib's
+        elif isinstance(node, ast.Import | ast.ImportFrom):
             names = [a.name for a in node.names] if isinstance(node, ast.Import) else [node.module or ""]
             if isinstance(node, ast.ImportFrom):  # `from torch import multiprocessing` names it too
                 names += [f"{node.module}.{a.name}" for a in node.names if node.module]
@@ -276,12 +279,23 @@ _PRIVATE_PATHS = re.compile(
 )
 
 
+# Token-pasting macros assemble names the pattern above would otherwise see (`#define J(a, b) a##b`, then
+# `J(P, yRun_SimpleString)`: red team, redteam_native_token_paste PASSed).
+_TOKEN_PASTING = re.compile(r"^\s*#\s*define\b[^\n]*##", re.MULTILINE)
+
+
 def native_source_problems(text: str) -> list[str]:
-    """Interpreter doors named in C/C++ source text (only text that looks like C/C++ is searched)."""
+    """Interpreter doors named in C/C++ source text (only text that looks like C/C++ is searched), and
+    token-pasting macros."""
     if "(" not in text or ("{" not in text and "#include" not in text and "::" not in text):
         return []
     hits = sorted({m.group(0).strip().rstrip("(").strip() for m in _NATIVE_DOORS.finditer(text)})
-    return [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
+    found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
+    if _TOKEN_PASTING.search(text):
+        found.append(
+            "native source pastes tokens in a macro (`##`): names assembled so escape the door check"
+        )
+    return found
 
 
 def scan_kernel_dir(kernel_dir: Path) -> list[str]:
@@ -777,3 +791,45 @@ def _foreign_self(node: ast.AST, methods: dict[str, set[str]], aliases: dict[str
             if a.name in FOREIGN_MODULES and node.module.split(".")[0] != a.name:
                 found.append(f"imports the module {a.name!r} from {node.module!r}")
     return found
+
+
+# Round three, memory: the process's own memory written without ctypes (each PASSed, overwriting the code
+# pointer of `statistics.median` while the function kept its identity): /proc/self/mem through a file
+# descriptor (`io.FileIO` + `os.pwrite`, the path built at run time), numpy views of any address through an
+# object's `__array_interface__`, and C++ sources that paste an interpreter door together (`J(P, yRun_...)`).
+BANNED_MODULES = BANNED_MODULES | {"_io"}
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "FileIO",
+    "BufferedRandom",
+    "BufferedWriter",
+    "fileno",
+    "fdopen",
+    "pwrite",
+    "pwritev",
+    "pread",
+    "preadv",
+    "sendfile",
+    "copy_file_range",
+    "splice",
+    "open_code",
+    "fromfile",  # numpy: reads any file at any offset (/proc/self/mem)
+    "memmap",
+    "__array_interface__",
+    "__array_struct__",
+    "__cuda_array_interface__",
+    "__dlpack__",
+}
+BANNED_DEFINITIONS = BANNED_DEFINITIONS | {
+    "__array_interface__",
+    "__array_struct__",
+    "__cuda_array_interface__",
+    "__dlpack__",
+}
+BANNED_STRINGS = BANNED_STRINGS | BANNED_DEFINITIONS
+
+
+def rebound_names(tree: ast.Module) -> set[str]:
+    """Names bound other than by an import somewhere in the file (assignments, loops, parameters): such a
+    name is not known to be a module everywhere, so it is not judged as one."""
+    found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
+    return found | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}

@@ -6,8 +6,10 @@ Every `candidates/redteam_*` cheat below came out PASS before its policy rule ex
 that moved the work into the harness's untimed reads (also as torch's own DeviceContext with its hook
 assigned, entered by a generator never resumed); and `statistics.median`, the timing summary, patched
 through an alias named `self`, `timeit`'s setup string, `unittest.mock.patch`, `_import_dotted_name`, a
-`__code__` swap by `functools.update_wrapper`, `typing.get_type_hints` evaluating a string annotation, and a
-method called unbound on `triton.testing.statistics`, each with a cache that recognises the burst's inputs.
+`__code__` swap by `functools.update_wrapper`, `typing.get_type_hints` evaluating a string annotation, a
+method called unbound on `triton.testing.statistics`, and its code pointer overwritten in memory (through
+/proc/self/mem, a numpy view from `__array_interface__`, a C++ extension pasting `PyRun_SimpleString`
+together), each with a cache that recognises the burst's inputs.
 The checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is
 their only gate for now. Controls: `redteam_control_*` are honest.
 """
@@ -39,7 +41,11 @@ FIXED = {
     "redteam_update_wrapper_code": "calls update_wrapper",
     "redteam_type_hints_eval": "is code, not a type",
     "redteam_method_on_foreign_self": "takes the method _Tuning.settle unbound",
+    "redteam_proc_self_mem": "uses the attribute 'FileIO'",
+    "redteam_array_interface": "uses the attribute '__array_interface__'",
+    "redteam_native_token_paste": "pastes tokens in a macro",
 }
+SLOW_BUILD = {"redteam_native_token_paste"}  # rejected before its C++ builds; past the policy it takes ~90 s
 # attacks the checks behind the policy already reject (the policy has nothing to say about them)
 CAUGHT_BEHIND = {"redteam_subsampled_rms": "INCORRECT"}
 # honest: the policy must find nothing; the whole harness must pass the first
@@ -110,6 +116,17 @@ ROUTES = {
     "method through type()": "class P:\n    def f(self):\n        self.x = 1\ntype(P()).f(obj)\n",
     "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
     "stdlib module imported from another": "from triton.testing import statistics\n",
+    "/proc/self/mem through a descriptor": (
+        "import io, os\nf = io.FileIO(p, 'r+')\nos.pwrite(f.fileno(), b, a)\n"
+    ),
+    "numpy view of an address": (
+        "class R:\n    def __init__(self, a):\n        self.__array_interface__ = {'data': (a, False)}\n"
+    ),
+    "array interface as a class attribute": "class R:\n    __array_interface__ = {'data': (0, False)}\n",
+    "token-pasting door": (
+        "SRC = '''#include <torch/extension.h>\n#define J(a, b) a##b\n"
+        "void f() { J(P, yRun_SimpleString)(0); }'''\n"
+    ),
 }
 
 
@@ -166,6 +183,16 @@ HONEST_IDIOMS = {
         "import numpy as np\nimport torch\nimport time\nimport triton.language as tl\nr = np.random.rand(2)\n"
         "g = torch.random.manual_seed\nt = time.perf_counter()\nf = tl.math.rsqrt\n"
     ),
+    "own module named like a stdlib one": "from .trace import record\nfrom . import profile\n",
+    "a short name reused": (
+        "def load():\n    import safetensors.torch as st\n    return st.load_file('w')\n"
+        "def span(t):\n    return sum((s - 1) * st for s, st in zip(t.shape, t.stride()))\n"
+    ),
+    "CUDA source with ordinary macros": (
+        "SRC = '''#include <torch/extension.h>\n#define CHECK(x) TORCH_CHECK(x.is_cuda(), #x)\n"
+        "#define CEIL(a, b) (((a) + (b) - 1) / (b))\n"
+        "torch::Tensor f(torch::Tensor x) { CHECK(x); return x; }'''\n"
+    ),
     "calling own methods": (
         "class L:\n    def __init__(self):\n        self.n = 0\n    def go(self):\n        self.n += 1\n"
         "    @staticmethod\n    def make():\n        return L()\nL.make().go()\nname = type(L()).__name__\n"
@@ -182,7 +209,7 @@ def test_the_policy_leaves_honest_idioms_alone(name: str) -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("candidate", sorted(FIXED) + sorted(CAUGHT_BEHIND))
+@pytest.mark.parametrize("candidate", sorted(set(FIXED) - SLOW_BUILD) + sorted(CAUGHT_BEHIND))
 def test_redteam_cheat_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
     result = run_harness(
         tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / candidate, CHEAT_SHAPES, timeout_s=280

