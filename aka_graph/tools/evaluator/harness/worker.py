@@ -251,7 +251,7 @@ class Worker:
         """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
         wl = self.op.workloads[idx]
         wanted = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
-        nbytes = value_bytes(bench.copies[0] if bench.copies else [])
+        nbytes = bench.nbytes  # (also when the bench is parked: its copies are gone then)
         plan = plan_memory(nbytes, 0, spare_bytes(self.device), pool_wanted=wanted)  # memory.py
         if not plan.pool_sets:  # too large for fresh sets: the perturbation stays (bench.py), and nothing
             bench.use_pool([])  # of an earlier round's sets (the parent derives none now)
