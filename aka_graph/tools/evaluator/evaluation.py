@@ -73,6 +73,15 @@ def _local(sandbox: Sandbox) -> bool:
     return getattr(sandbox, "name", None) == "local"
 
 
+def cache_env(sandbox: Sandbox) -> dict[str, str]:
+    """Where the harness keeps what does not depend on the candidate (the reference's latency,
+    harness/refcache.py): the host's ~/.cache/aka_graph for a local job, whose HOME is its own
+    discarded directory. The harness uses it only while its workers are jailed and it can write there."""
+    if not _local(sandbox):
+        return {}
+    return {"AKA_CACHE_DIR": str(Path("~/.cache/aka_graph").expanduser())}
+
+
 def _python(sandbox: Sandbox) -> str:
     return sys.executable if getattr(sandbox, "name", "local") == "local" else "python3"
 
@@ -161,7 +170,7 @@ def evaluate_kernel(
         inputs={"harness": HARNESS_DIR, **operator_inputs(op_dir), **kernel_inputs(kernel_dir), **blobs},
         sync_back=["result.json"],
         timeout_s=timeout_s,
-        env={"PYTHONPATH": "."},
+        env={"PYTHONPATH": ".", **cache_env(sandbox)},
         gpu_index=gpu_index,
         exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="evaluate",
@@ -220,7 +229,7 @@ def compare_kernels(
         inputs=inputs,
         sync_back=["compare.json"],
         timeout_s=timeout_s,
-        env={"PYTHONPATH": "."},
+        env={"PYTHONPATH": ".", **cache_env(sandbox)},
         gpu_index=gpu_index,
         exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="compare",
