@@ -55,6 +55,7 @@ CHUNK_ELEMENTS = 1 << 22
 # along the last dimension), and mask names whose values are 0/1.
 SSM_DECAY = {"A": (-1.0, -0.001), "A_log": (-5.0, -1.0), "A_cumsum": (-0.1, 0.0), "g": (-5.0, 0.0)}
 BINARY_MASKS = ("x_mask", "text_mask", "aspect_ratio_mask", "drop_mask", "attention_mask")
+BINARY_WORDS = ("binary", "{0, 1}", "0 or 1", "1.0 for valid", "0.0 for masked")
 
 
 def dtype_of(name: str) -> torch.dtype:
@@ -98,9 +99,16 @@ def _tokens(name: str) -> list[str]:
     return [t for t in re.split(r"[_.\-]", name.lower()) if t]
 
 
-def name_rule(name: str, ndim: int, op_is_norm: bool) -> str:
-    """Which SOL generation rule an input name selects ('randn' when none)."""
-    low, toks = name.lower(), _tokens(name)
+def name_rule(name: str, ndim: int, op_is_norm: bool, description: str = "") -> str:
+    """Which SOL generation rule an input name (and its description, as SOL's io.py reads it) selects
+    ('randn' when none)."""
+    low, toks, desc = name.lower(), _tokens(name), description.lower()
+    if "attention mask" in desc and "causal" in desc:
+        return "sol_causal_mask"
+    if low.endswith("_mask") and any(k in desc for k in BINARY_WORDS):
+        return "binary_mask"
+    if "softmax" in desc and "output" in desc:
+        return "softmax"
     if name in SSM_DECAY:  # SOL's exact names (an SSM's decays are negative: their logs, cumsums)
         return name
     if low in ("attention_mask", "causal_mask"):
@@ -178,6 +186,7 @@ def _random_tensor(
     device: torch.device,
     scale: float,
     op_is_norm: bool,
+    description: str = "",
 ) -> torch.Tensor:
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen, device=device).bool()
@@ -189,7 +198,7 @@ def _random_tensor(
         return _to_fp4x2(torch.randn(shape or (2,), generator=gen, device=device) * scale)
     if not dtype.is_floating_point:
         return torch.randint(-1024, 1024, shape, generator=gen, device=device, dtype=dtype)
-    rule = name_rule(name, len(shape), op_is_norm)
+    rule = name_rule(name, len(shape), op_is_norm, description)
     if scale != 1.0 and rule in ("ones", "zeros"):
         rule = "randn"  # the extra-scale seed: a kernel that ignores a norm weight must fail
     square = len(shape) >= 2 and shape[-1] == shape[-2]
@@ -312,7 +321,8 @@ class InputFactory:
     def _random(self, spec: TensorSpec, wl: Workload, gen: torch.Generator, scale: float) -> Any:
         dtype = dtype_of(spec.dtype)
         shape = () if spec.shape is None else shape_of(spec, wl.axes)
-        t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, self.op_is_norm)
+        norm, about = self.op_is_norm, spec.description
+        t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, norm, about)
         return t.item() if spec.shape is None else t
 
     def _blob(self, spec: TensorSpec, wl: Workload, desc: dict[str, Any]) -> torch.Tensor:

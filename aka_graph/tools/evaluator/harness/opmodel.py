@@ -27,6 +27,7 @@ class TensorSpec:
     name: str
     shape: tuple[str | int, ...] | None
     dtype: str
+    description: str = ""  # SOL's generator reads it too (a "causal attention mask", "binary" values)
 
 
 @dataclass(frozen=True)

@@ -54,7 +54,7 @@ def _tensor_specs(raw: Any, what: str, path: Path, axes: dict[str, Any]) -> list
         if dtype not in DTYPE_NAMES:
             raise OperatorError(f"{where}: unknown dtype {dtype!r}; use one of {', '.join(DTYPE_NAMES)}")
         dims = None if shape is None else tuple(shape_entry(d, axes, where) for d in shape)
-        specs.append(TensorSpec(name, dims, dtype))
+        specs.append(TensorSpec(name, dims, dtype, str(spec.get("description") or "")))
     return specs
 
 

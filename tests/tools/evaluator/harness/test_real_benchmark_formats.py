@@ -119,6 +119,8 @@ def test_sol_name_rules_for_ssm_decays_and_masks() -> None:
     steps = v["A_cumsum"].diff(dim=-1)
     assert float(steps.max()) <= 0.0 and float(v["A_cumsum"].min()) >= -0.1 * 16  # cumsum of [-0.1, 0)
     assert set(v["x_mask"].unique().tolist()) <= {0.0, 1.0}
+    assert set(v["pad_mask"].unique().tolist()) == {0.0, 1.0}  # by its description ("1.0 for valid")
+    torch.testing.assert_close(v["weights"].sum(-1), torch.ones(4))  # described as a softmax output
     assert name_rule("attention_mask", 4, False) == "sol_causal_mask"
     assert name_rule("attn_mask", 2, False) == "causal_mask"  # our wider rule stays for other names
 
