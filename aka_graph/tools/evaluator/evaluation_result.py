@@ -6,7 +6,7 @@ so a malformed or truncated result is an INFRA_ERROR, never a score.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -69,5 +69,14 @@ class EvaluationResult(BaseModel):
     format: Literal["sol", "native", ""] = ""
     seed_scales: list[float] = Field(default_factory=list, description="input scale of each seed")
     phases_s: dict[str, float] = Field(default_factory=dict, description="harness wall time per phase")
+    timeline_s: dict[str, float] = Field(
+        default_factory=dict, description="start-up milestones of parent and worker, s since the command"
+    )
+    reference_timing_cache: dict[str, Any] = Field(
+        default_factory=dict, description="whether reference latencies came from the cache, and which"
+    )
+    output_transfer: dict[str, Any] = Field(
+        default_factory=dict, description="outputs through the shared region (bytes) or the pipe"
+    )
 
     model_config = {"populate_by_name": True}

@@ -87,7 +87,8 @@ def test_the_job_uploads_harness_operator_and_kernel_and_asks_for_an_exclusive_g
     assert job.inputs["harness"].name == "harness" and job.inputs["kernel/kernel.py"] == kernel
     assert set(job.inputs) >= {"op/definition.json", "op/workload.jsonl"}
     assert job.exclusive_gpu and job.gpu_index == 2 and job.sync_back == ["result.json"]
-    assert job.env == {"PYTHONPATH": "."}
+    # a local job is also told the host's cache directory (the reference-timing cache, refcache.py)
+    assert job.env == {"PYTHONPATH": ".", "AKA_CACHE_DIR": str(Path("~/.cache/aka_graph").expanduser())}
     evaluate_kernel(box, SOL_FIXTURES / "rmsnorm", kernel, tmp_path / "out", device="cpu")
     assert not box.jobs[1].exclusive_gpu  # interpreter timing is never authoritative: no GPU lock to wait for
 
