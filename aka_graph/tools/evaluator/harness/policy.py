@@ -797,7 +797,7 @@ def _foreign_self(node: ast.AST, methods: dict[str, set[str]], aliases: dict[str
 # pointer of `statistics.median` while the function kept its identity): /proc/self/mem through a file
 # descriptor (`io.FileIO` + `os.pwrite`, the path built at run time), numpy views of any address through an
 # object's `__array_interface__`, and C++ sources that paste an interpreter door together (`J(P, yRun_...)`).
-BANNED_MODULES = BANNED_MODULES | {"_io"}
+BANNED_MODULES = BANNED_MODULES | {"_io", "__main__"}  # __main__: the harness's own entry module
 BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "FileIO",
     "BufferedRandom",

@@ -116,6 +116,7 @@ ROUTES = {
     "method through type()": "class P:\n    def f(self):\n        self.x = 1\ntype(P()).f(obj)\n",
     "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
     "stdlib module imported from another": "from triton.testing import statistics\n",
+    "the harness's entry module": "import __main__\n",
     "/proc/self/mem through a descriptor": (
         "import io, os\nf = io.FileIO(p, 'r+')\nos.pwrite(f.fileno(), b, a)\n"
     ),
