@@ -2,7 +2,9 @@
 
 Rows (one table, raw result JSON under --out):
   floor      what every fresh process pays before the harness does anything: `import torch`, + CUDA
-             context, + `import triton` (each a fresh interpreter)
+             context, + `import triton` (each a fresh interpreter); on a GPU also Triton's driver
+             start, with a fresh cache (it builds its C helper, as every worker's fresh cache does) and a
+             warm one: the difference is what a pre-built helper would save each evaluation
   cold k     `python -m aka_graph evaluate OP KERNEL --json`, k fresh processes (the user's command: its
              sandbox job, the harness's two processes); wall vs the harness's own total
   harness k  the harness as a job runs it (`python -m harness evaluate` in a fresh job directory) with a
@@ -71,7 +73,14 @@ def floor(device: str) -> list[tuple[str, float]]:
         cuda = "import torch; torch.zeros(1, device='cuda'); torch.cuda.synchronize()"
         steps.append(("+ CUDA context", cuda))
     steps.append(("+ import triton", steps[-1][1] + "; import triton"))
-    return [(name, wall([sys.executable, "-c", code])[0]) for name, code in steps]
+    out = [(name, wall([sys.executable, "-c", code])[0]) for name, code in steps]
+    if device != "cpu":  # Triton's own C helper (driver.c -> cuda_utils.so), built into every fresh cache
+        code = steps[-1][1] + "; triton.runtime.driver.active.get_current_device()"
+        with tempfile.TemporaryDirectory(prefix="aka_speed_triton_") as cache:
+            env = {**os.environ, "TRITON_CACHE_DIR": cache}
+            out.append(("+ driver, fresh cache", wall([sys.executable, "-c", code], env=env)[0]))
+            out.append(("+ driver, warm cache", wall([sys.executable, "-c", code], env=env)[0]))
+    return out
 
 
 def cli_run(kernel: Path, device: str, extra: list[str]) -> dict[str, Any]:
