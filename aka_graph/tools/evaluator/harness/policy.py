@@ -189,6 +189,7 @@ def scan_source(source: str, filename: str) -> list[str]:
         )
         if isinstance(node, ast.Delete):
             targets = list(node.targets)
+        targets = targets + binding_targets(node)  # `for statistics.median in [f]:` binds an attribute too
         for target in _flatten(targets):
             if isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
@@ -833,3 +834,13 @@ def rebound_names(tree: ast.Module) -> set[str]:
     name is not known to be a module everywhere, so it is not judged as one."""
     found = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)}
     return found | {a.arg for a in ast.walk(tree) if isinstance(a, ast.arg)}
+
+
+def binding_targets(node: ast.AST) -> list[ast.expr]:
+    """Targets bound by statements other than assignments: `for`, `with ... as`, comprehensions. Each may
+    be an attribute or a subscript (`for statistics.median in [fake]: pass` PASSed as a patch)."""
+    if isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+        return [node.target]
+    if isinstance(node, ast.With | ast.AsyncWith):
+        return [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return []

@@ -7,9 +7,9 @@ that moved the work into the harness's untimed reads (also as torch's own Device
 assigned, entered by a generator never resumed); and `statistics.median`, the timing summary, patched
 through an alias named `self`, `timeit`'s setup string, `unittest.mock.patch`, `_import_dotted_name`, a
 `__code__` swap by `functools.update_wrapper`, `typing.get_type_hints` evaluating a string annotation, a
-method called unbound on `triton.testing.statistics`, and its code pointer overwritten in memory (through
-/proc/self/mem, a numpy view from `__array_interface__`, a C++ extension pasting `PyRun_SimpleString`
-together), each with a cache that recognises the burst's inputs.
+method called unbound on `triton.testing.statistics`, a `for` loop with it as the target, and its code
+pointer overwritten in memory (through /proc/self/mem, a numpy view from `__array_interface__`, a C++
+extension pasting `PyRun_SimpleString` together), each with a cache that recognises the burst's inputs.
 The checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is
 their only gate for now. Controls: `redteam_control_*` are honest.
 """
@@ -44,6 +44,7 @@ FIXED = {
     "redteam_proc_self_mem": "uses the attribute 'FileIO'",
     "redteam_array_interface": "uses the attribute '__array_interface__'",
     "redteam_native_token_paste": "pastes tokens in a macro",
+    "redteam_for_target_patch": "assigns into the module 'statistics'",
 }
 SLOW_BUILD = {"redteam_native_token_paste"}  # rejected before its C++ builds; past the policy it takes ~90 s
 # attacks the checks behind the policy already reject (the policy has nothing to say about them)
@@ -117,6 +118,10 @@ ROUTES = {
     "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
     "stdlib module imported from another": "from triton.testing import statistics\n",
     "the harness's entry module": "import __main__\n",
+    "patch as a with target": (
+        "import statistics, contextlib\nwith contextlib.nullcontext(len) as statistics.median:\n    pass\n"
+    ),
+    "patch as a comprehension target": "import torch\n_ = [0 for torch.Tensor.detach in [len]]\n",
     "/proc/self/mem through a descriptor": (
         "import io, os\nf = io.FileIO(p, 'r+')\nos.pwrite(f.fileno(), b, a)\n"
     ),
@@ -171,6 +176,11 @@ HONEST_IDIOMS = {
         "import triton\nCONFIGS = [triton.Config({'B': b}, num_warps=w) for b in (64, 128) for w in (4, 8)]\n"
         "@triton.autotune(configs=CONFIGS, key=['n'])\n@triton.jit\n"
         "def k(x, n, B: 'tl.constexpr'):\n    pass\n"
+    ),
+    "loop and with targets": (
+        "import torch\nout = [0, 0]\nfor i, (a, b) in enumerate(zip([1], [2])):\n    out[i] = a\n"
+        "with torch.no_grad() as g:\n    pass\nclass A:\n    def f(self):\n        for self.i in range(3):\n"
+        "            pass\n"
     ),
     "with blocks": (
         "import torch\ndef run(x):\n    with torch.no_grad(), torch.autocast('cpu'):\n        return x\n"
