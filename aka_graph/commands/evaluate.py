@@ -37,7 +37,9 @@ def evaluate_command(
     blob_root: Annotated[
         Path | None,
         typer.Option(
-            "--blob-root", help="dataset directory that workloads' safetensors paths are relative to"
+            "--blob-root",
+            envvar="FLASHINFER_TRACE_DIR",  # as SOL-ExecBench's driver looks for blobs
+            help="dataset directory that workloads' safetensors paths are relative to",
         ),
     ] = None,
     all_workloads: Annotated[

@@ -13,6 +13,9 @@ from __future__ import annotations
 
 import inspect
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -26,7 +29,13 @@ from aka_graph.tools.evaluator.harness.modules import load_reference
 from aka_graph.tools.evaluator.harness.runner import KernelRunner, ReturnError
 from aka_graph.tools.evaluator.harness.safetensors_io import save_tensors
 from aka_graph.tools.evaluator.harness.trusted import Reference
-from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
+from tests.conftest import REPO_ROOT
+from tests.tools.evaluator.harness.test_real_benchmark_classes import (
+    FIXTURES,
+    evaluate,
+    make_blob_root,
+    reference_candidate,
+)
 
 CPU = torch.device("cpu")
 FORMAT_FIXTURES = [
@@ -261,3 +270,16 @@ def test_a_wrong_candidate_on_each_convention_is_still_incorrect(
 ) -> None:
     code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name, patch))
     assert code == 1 and res["status"] == "INCORRECT" and words in res["message"], res["message"]
+
+
+@pytest.mark.slow
+def test_the_blob_root_defaults_to_flashinfer_trace_dir_as_in_sols_driver(tmp_path: Path) -> None:
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(reference_candidate(FIXTURES / "safetensors_blob"))
+    env = {**os.environ, "FLASHINFER_TRACE_DIR": str(make_blob_root(tmp_path / "trace"))}
+    proc = subprocess.run(
+        [sys.executable, "-m", "aka_graph", "evaluate", str(FIXTURES / "safetensors_blob"), str(kernel),
+         "--json", "--device", "cpu"],
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert proc.returncode == 0 and json.loads(proc.stdout)["status"] == "PASS", proc.stderr[-2000:]
