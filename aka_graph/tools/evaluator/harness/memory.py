@@ -103,7 +103,8 @@ def plan_memory(
     beyond what is already allocated (`spare_bytes`). Pure: the same numbers give the same plan.
 
     `wanted_copies`: rotated copies timing would like (timing.rotation_copies); `eager_copies`: how many
-    of them eager timing keeps (each needs a pristine twin); `pool_wanted`: fresh timed input sets wanted."""
+    copies eager timing keeps (each needs a pristine twin; when they exist already, `spare` is what is
+    free beside them and `wanted_copies` is 1); `pool_wanted`: fresh timed input sets wanted."""
     work = max(1, input_bytes + output_bytes)
     spare = max(0, spare)
     clone = input_bytes <= min(SMALL_BYTES, spare)
@@ -114,8 +115,9 @@ def plan_memory(
         copies = 1  # one call's inputs already outrun the L2: rotating copies buys nothing
     copies = affordable_copies(work, copies, spare)
     left = spare - (copies - 1) * work
-    pristine = min(copies, max(1, eager_copies)) * input_bytes <= left
-    left -= min(copies, max(1, eager_copies)) * input_bytes if pristine else 0
+    twins = max(1, eager_copies) * input_bytes  # a pristine twin of every copy eager timing keeps
+    pristine = twins <= left
+    left -= twins if pristine else 0
     sets = min(pool_wanted, POOL_BYTES // max(1, input_bytes)) if input_bytes <= left else 0
     return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
 

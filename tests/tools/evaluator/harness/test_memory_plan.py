@@ -45,6 +45,11 @@ PLAN_TABLE = [
     # ... and little free: no pristine copy either (eager timing flips signs in place)
     (MOE_128, MOE_OUT, 5 * GIB, {"seeds": 3, "l2_bytes": H200_L2, "eager_copies": 1, "pool_wanted": 30},
      MemoryPlan(keep_seeds=False, clone_inputs=False, timed_copies=1, pristine=False, pool_sets=0)),
+    # eager timing's pristine twins: one per copy it keeps (32 copies of 1 MiB after a failed capture)
+    (MIB, 0, 20 * MIB, {"eager_copies": 32},
+     MemoryPlan(keep_seeds=False, clone_inputs=True, timed_copies=1, pristine=False, pool_sets=0)),
+    (MIB, 0, 40 * MIB, {"eager_copies": 32},
+     MemoryPlan(keep_seeds=False, clone_inputs=True, timed_copies=1, pristine=True, pool_sets=0)),
     # rotated copies bounded by what is free: the existing set + 5 more of 10 MiB in 50 MiB
     (10 * MIB, 0, 50 * MIB, {"l2_bytes": H200_L2, "wanted_copies": 18},
      MemoryPlan(keep_seeds=False, clone_inputs=True, timed_copies=6, pristine=False, pool_sets=0)),
