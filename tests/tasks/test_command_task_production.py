@@ -35,10 +35,13 @@ PRIVATE_VALUES = sorted({v for c in CASES for k, v in c.items() if k != "id" and
 CAMPAIGN = "kernel_opt_minikern_private_triton_cpu_production"
 
 
-def hits(text: str) -> list[str]:
-    """Each private case id (anywhere, even inside a word) and each private value (as a number of its own)."""
+def hits(data: bytes) -> list[str]:
+    """Each private case id (anywhere, even inside a word) and, in a text file, each private value (as a
+    number of its own; in binary data, such as the report's plot, digits occur by chance)."""
+    text = data.decode("utf-8", errors="replace")
     found = [i for i in PRIVATE_IDS if i in text]
-    found += [str(v) for v in PRIVATE_VALUES if re.search(rf"(?<![\w.]){v}(?![\w]|\.\d)", text)]
+    if b"\0" not in data[:8192]:
+        found += [str(v) for v in PRIVATE_VALUES if re.search(rf"(?<![\w.]){v}(?![\w]|\.\d)", text)]
     return found
 
 
@@ -50,7 +53,7 @@ def audit(workspace: Path, repo: Path) -> dict[str, list[str]]:
         rel = path.relative_to(workspace)
         if rel.parts[0] == "checkpoints" or ".git" in rel.parts or not path.is_file() or path.is_symlink():
             continue
-        found = hits(path.read_bytes().decode("utf-8", errors="replace"))
+        found = hits(path.read_bytes())
         if found:
             leaks[str(rel)] = found
     listing = subprocess.run(
@@ -63,7 +66,7 @@ def audit(workspace: Path, repo: Path) -> dict[str, list[str]]:
     for sha, kind in objects:
         command = ["ls-tree", "--name-only", sha] if kind == "tree" else ["cat-file", "-p", sha]
         body = subprocess.run(["git", "-C", str(repo), *command], capture_output=True, check=True).stdout
-        found = hits(body.decode("utf-8", errors="replace"))
+        found = hits(body)
         if found:
             leaks[f"git {kind} {sha}"] = found
     return leaks
@@ -71,8 +74,9 @@ def audit(workspace: Path, repo: Path) -> dict[str, list[str]]:
 
 def test_the_audit_finds_what_it_looks_for() -> None:
     """The audit is not vacuous: the task file itself is full of hits."""
-    assert set(hits(TASK.read_text())) == {*PRIVATE_IDS, *map(str, PRIVATE_VALUES)}
-    assert PRIVATE_VALUES == [277, 333]
+    assert set(hits(TASK.read_bytes())) == {*PRIVATE_IDS, *map(str, PRIVATE_VALUES)}
+    assert hits(b"\x89PNG\x00 1109 ") == [] and hits(b"\x00scored_q3z") == ["scored_q3z"]
+    assert PRIVATE_VALUES == [1109, 1237]
 
 
 @pytest.mark.slow
