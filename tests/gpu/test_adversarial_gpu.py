@@ -61,12 +61,20 @@ def run_cuda(tmp_path: Path, fixture: str, kernel_dir: Path, shapes: list[str] |
     return result
 
 
-@pytest.mark.parametrize("candidate", [*CHEATS, "adv_uncapturable_timed_skip"])
+@pytest.mark.parametrize("candidate", [*CHEATS, "adv_uncapturable_timed_skip", "adv_graph_copy_from_first"])
 def test_every_cheat_is_rejected_on_the_gpu(candidate: str, tmp_path: Path) -> None:
     fixture, shapes = CHEAT_FIXTURE.get(candidate, ("rmsnorm", CHEAT_SHAPES))
     where = GPU_CANDIDATES if (GPU_CANDIDATES / candidate).is_dir() else CANDIDATES
     result = run_cuda(tmp_path, fixture, where / candidate, shapes)
     assert result["status"] in REJECTED, describe(result)
+
+
+def test_a_graph_that_copies_its_first_answer_into_the_other_copies_is_caught(tmp_path: Path) -> None:
+    """Issue 13, class 1 on the graph path: every rotated copy holds fresh inputs and a random sample of
+    copies is verified after the timing (graphcheck.py); with identical copies this cheat passed."""
+    result = run_cuda(tmp_path, "rmsnorm", GPU_CANDIDATES / "adv_graph_copy_from_first", RMSNORM_SHAPES)
+    assert result["status"] == "REWARD_HACK", describe(result)
+    assert "rotated copies of the timed CUDA graph" in result["message"] + str(result["workloads"])
 
 
 @pytest.mark.parametrize(("candidate", "fixture"), HONEST, ids=[h[0] for h in HONEST])

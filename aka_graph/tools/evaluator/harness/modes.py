@@ -17,7 +17,7 @@ from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import outside_work, verify_timed_calls
-from .trusted import REFERENCE_MAX_COPIES
+from .trusted import REFERENCE_MAX_COPIES, contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
 READY_TIMEOUT_S = 180.0
@@ -241,6 +241,8 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
     message = ks.error[1] if ks.error else (f"{first_bad['id']}: {first_bad['message']}" if first_bad else "")
     if session.selection_note and not message:  # a CPU run's subset, said plainly
         message = session.selection_note
+    if status == "PASS" and contract_note(session.contract, session.op)["note"]:
+        message = "; ".join(m for m in (message, contract_note(session.contract, session.op)["note"]) if m)
     if session.settings.private_shapes:  # candidate-controlled or shape-revealing text stays here
         for w in workloads:
             if w["message"]:
@@ -261,6 +263,7 @@ def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]
         seed_scales=[s[1] for s in session.seeds],
         workload_selection=session.selection_note,
         isolation=worker_isolation([ks]),
+        reference_contract=contract_note(session.contract, session.op),
         label=ks.label,
     )
 

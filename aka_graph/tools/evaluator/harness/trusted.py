@@ -116,6 +116,28 @@ class Reference:
         return self.benches[idx].measure()
 
 
+def contract_note(contract: dict[str, Any], op: Operator) -> dict[str, Any]:
+    """What the reference's contract changed in the evaluation, said plainly in the result."""
+    names = [s.name for s in op.inputs]
+    notes = []
+    if contract.get("stochastic"):
+        notes.append(
+            "the reference draws random numbers: outputs are compared on correctness calls seeded alike "
+            "(torch's generators); timed calls, which cannot be seeded, are not compared"
+        )
+    if contract.get("layout_varies"):
+        notes.append(
+            "the inputs' shapes depend on the seed (custom generator): timed calls keep one input set "
+            "(perturbed), without fresh sets or re-validation"
+        )
+    return {
+        "stochastic": bool(contract.get("stochastic")),
+        "layout_varies": bool(contract.get("layout_varies")),
+        "updates_inputs": [names[i] for i in contract.get("mutated", []) if i < len(names)],
+        "note": "; ".join(notes),
+    }
+
+
 def _layout(values: list[Any]) -> list[Any]:
     """What fixed buffers must agree on: each tensor's shape and dtype (Python scalars may differ)."""
     return [(tuple(v.shape), v.dtype) if isinstance(v, torch.Tensor) else None for v in values]

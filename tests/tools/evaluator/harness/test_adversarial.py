@@ -16,6 +16,7 @@ import shutil
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,13 +72,42 @@ HONEST = [
 GPU_HONEST = {"gemma3_swiglu_torch"}
 
 
+def survivors(job: Path) -> list[str]:
+    """Live processes that belong to the job (their working directory or environment inside it): what
+    the candidate started and left behind. Once the harness has exited, anything found has outlived the
+    evaluation and could still rewrite its verdict."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cwd = os.readlink(f"/proc/{entry.name}/cwd")
+            env = Path(f"/proc/{entry.name}/environ").read_bytes()
+        except OSError:  # gone, a zombie, or not ours
+            continue
+        if cwd.startswith(str(job)) or str(job).encode() in env:
+            found.append(f"pid {entry.name} in {cwd}")
+    return found
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
+    """Poll `condition` until it holds or `timeout_s` passes; whether it held."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
-                seeds: int = 3, timeout_s: float = 240, settle_s: float = 0.0,
+                seeds: int = 3, timeout_s: float = 240, no_survivors: bool = False,
                 extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> dict[str, Any]:
     """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
 
-    With `settle_s`, the file is read again that long after the harness exited and must not have
-    changed: whatever the candidate started must not outlive the evaluation and rewrite its verdict."""
+    With `no_survivors`, no process of the job may be left once the harness has exited (whatever the
+    candidate started must not outlive the evaluation and rewrite its verdict), and the file must read
+    the same afterwards."""
     job = tmp_path / "job"
     shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(op_dir, job / "op")
@@ -95,12 +125,13 @@ def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[
     assert out.is_file(), (f"harness wrote no result.json (exit {proc.returncode})\n"
                            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
     written = out.read_text()
-    if settle_s:
-        time.sleep(settle_s)
+    if no_survivors:
+        # a process killed in the harness's last moments may take a few ms to be gone from /proc
+        assert wait_until(lambda: not survivors(job), 5), (
+            f"processes the candidate started outlived the evaluation: {survivors(job)}")
         later = out.read_text()
         assert later == written, (f"result.json was rewritten after the harness exited (status "
-                                  f"{json.loads(written)['status']} -> {json.loads(later)['status']}): "
-                                  "a process the candidate started outlived the evaluation")
+                                  f"{json.loads(written)['status']} -> {json.loads(later)['status']})")
     data = json.loads(written)
     EvaluationResult.model_validate(data)
     data["_stderr"] = proc.stderr[-3000:]
@@ -117,7 +148,7 @@ def describe(result: dict[str, Any]) -> str:
 @pytest.mark.parametrize("candidate", CPU_CHEATS)
 def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: Path) -> None:
     fixture, shapes = CHEAT_FIXTURE.get(candidate, ("rmsnorm", CHEAT_SHAPES))
-    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, settle_s=0.5,
+    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, no_survivors=True,
                          timeout_s=280)  # under pytest-timeout (300 s)
     assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
 
@@ -126,7 +157,7 @@ def test_cheating_candidate_is_rejected_never_passes(candidate: str, tmp_path: P
 def test_candidate_that_kills_the_harness_never_gets_a_passing_verdict(tmp_path: Path) -> None:
     try:
         result = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "adv_kill_harness",
-                             CHEAT_SHAPES, timeout_s=120, settle_s=0.5)
+                             CHEAT_SHAPES, timeout_s=120, no_survivors=True)
     except AssertionError as exc:  # no result.json: the coordinator reports INFRA_ERROR, never a score
         assert "wrote no result.json" in str(exc)
         return
@@ -188,6 +219,8 @@ BEHIND_THE_POLICY = {
     "adv_resolve_name_gc": ("nemotron_rms_norm", NEMOTRON_SHAPES, "harness's own clock"),
     "adv_helper_module_at_import": ("rmsnorm", CHEAT_SHAPES, ""),
     "adv_probe_harness_files": ("nemotron_rms_norm", NEMOTRON_SHAPES, ""),
+    # the worker's own input checks switched off: the parent's fingerprint of its own files (sharedinputs.py)
+    "adv_tamper_fingerprints": ("rmsnorm", CHEAT_SHAPES, "the kernel modified input(s) [0]"),
 }
 
 
@@ -195,7 +228,7 @@ BEHIND_THE_POLICY = {
 @pytest.mark.parametrize("candidate", sorted(BEHIND_THE_POLICY))
 def test_cheats_are_rejected_by_the_checks_behind_the_policy(candidate: str, tmp_path: Path) -> None:
     fixture, shapes, words = BEHIND_THE_POLICY[candidate]
-    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, settle_s=0.5,
+    result = run_harness(tmp_path, SOL_FIXTURES / fixture, CANDIDATES / candidate, shapes, no_survivors=True,
                          timeout_s=280, extra_args=("--no-source-policy",))
     assert result["status"] in REJECTED, f"{candidate} was not rejected:\n{describe(result)}"
     assert words in result["message"] + str(result["workloads"]), describe(result)
@@ -239,18 +272,14 @@ def test_a_hung_kernel_leaves_no_process_when_the_evaluator_is_killed(tmp_path: 
             "--out", "result.json", "--device", "cpu", "--shape-id", CHEAT_SHAPES[0]]
     proc = subprocess.Popen(argv, cwd=job, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
-        spinning: list[int] = []
-        deadline = time.monotonic() + 120
-        while time.monotonic() < deadline and not spinning:  # the kernel's call has started spinning
-            spinning = [p.pid for p in descendants(proc.pid) if p.state == "R" and p.name.startswith("py")]
-            time.sleep(0.2)
-        assert spinning, "the hanging kernel never started"
+        def spinning() -> bool:  # the kernel's call has started spinning
+            return any(p.state == "R" and p.name.startswith("py") for p in descendants(proc.pid))
+
+        assert wait_until(spinning, 120), "the hanging kernel never started"
         tree = [p.pid for p in descendants(proc.pid)]
         proc.kill()
         proc.wait()
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline and any(read_proc(pid) for pid in tree):
-            time.sleep(0.1)
+        wait_until(lambda: not any(read_proc(pid) for pid in tree), 10)
         left = [p for p in (read_proc(pid) for pid in tree) if p is not None and p.state != "Z"]
         assert not left, f"processes of the kernel outlived the evaluator: {left}"
     finally:

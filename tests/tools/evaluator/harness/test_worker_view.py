@@ -107,10 +107,12 @@ def test_only_the_chosen_workloads_blobs_enter_the_view(tmp_path: Path) -> None:
     points there; an unchosen workload's blob never is."""
     op_dir = tmp_path / "op"
     shutil.copytree(SOL_FIXTURES / "rmsnorm", op_dir)
-    rows = [json.loads(line) for line in (op_dir / "workload.jsonl").read_text().splitlines() if line.strip()]
+    lines = (op_dir / "workload.jsonl").read_text().splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
     for i, row in enumerate(rows[:2]):
         (op_dir / f"secret_{i}.safetensors").write_bytes(f"blob {i}".encode())
-        row["inputs"]["weight"] = {"type": "safetensors", "path": f"secret_{i}.safetensors", "tensor_key": "w"}
+        path = f"secret_{i}.safetensors"
+        row["inputs"]["weight"] = {"type": "safetensors", "path": path, "tensor_key": "x"}
     (op_dir / "workload.jsonl").write_text("\n".join(json.dumps(r) for r in rows) + "\n")
     write_view(load_operator(op_dir), [1], tmp_path / "view")
     blobs = sorted((tmp_path / "view").rglob("*.safetensors"))

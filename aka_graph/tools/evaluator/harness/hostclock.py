@@ -1,0 +1,161 @@
+"""Host timing measured by the trusted parent, one call at a time (issue 13; finding F13).
+
+Host timing used to be a loop in the worker that read the process's CPU clock around each call and sent
+the samples back. Everything in that process is within the candidate's reach: a kernel that walked the
+stack frames to the loop's `samples` list and shrank them 3x passed the parent's burst check about half
+the time (the burst's estimate of a ~30 us call drowns in its subtracted baseline's noise).
+
+Here the parent drives the timed calls itself, one step at a time over the channel's pipes, and reads
+the worker's CPU time (its whole process tree, from /proc: proctree.tree_cpu_pair) before and after each
+"call" step. The latency it records is that reading less the cheapest of the empty steps interleaved
+with the calls (a step's own cost), so it never comes from the worker. The worker still reads its own
+clock around the call; the parent only compares: an honest reading lies inside the parent's window and
+so cannot be much below it, and one far below it (beyond the steps' own jitter) is a tampered one.
+
+What this cannot see: work moved out of the call window by the candidate (computed ahead, in another
+thread, or in another process): threads left running, other processes' CPU time (spotcheck.outside_work)
+and the after-the-fact verification of timed calls' outputs are the checks for those.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import statistics
+import struct
+import time
+from collections.abc import Callable
+from typing import Any
+
+from .proctree import cpu_delta_ns
+from .timing import HOST_REPS, summarize
+
+TAMPER_RATIO = 0.75  # the worker's own reading may be this fraction of the parent's before it is a fake
+SLACK_US = 20.0  # plus the noops' spread: the call step's own cost beyond a noop's (~10-20 us)
+Clock = Callable[[], Any]  # (precise, coarse) CPU ns of the worker's tree, or None
+
+# The steps go over the channel's own pipes as fixed 16-byte frames, not as messages: a message costs the
+# worker ~0.5 ms of CPU (torch.save headers) with ~0.1 ms of jitter, which would drown a 30 us call.
+STEP = struct.Struct("<cxxxxxxxq")  # parent -> worker: op, timed call index
+ANSWER = struct.Struct("<cxxxxxxxd")  # worker -> parent: b"k" or b"e", the worker's own reading (us)
+PREPARE, NOOP, CALL, FINISH = b"p", b"n", b"c", b"f"
+OK, FAILED = b"k", b"e"
+
+
+def read_exact(fd: int, n: int, timeout_s: float | None) -> bytes | None:
+    """n bytes from `fd`, or None at end of file or when `timeout_s` passes first."""
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    data = b""
+    while len(data) < n:
+        if deadline is not None:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return None
+        chunk = os.read(fd, n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def tampered(own_us: list[float], parent_us: list[float], noop_ns: list[int]) -> str | None:
+    """The REWARD_HACK message when the worker's own readings of the calls are far below the parent's
+    readings of the same calls, beyond the jitter of the requests' own cost; else None."""
+    if not own_us or not parent_us:
+        return None
+    own, parent = statistics.median(own_us), statistics.median(parent_us)
+    slack = (max(noop_ns) - min(noop_ns)) / 1e3 + SLACK_US if noop_ns else SLACK_US
+    if own >= parent * TAMPER_RATIO - slack:
+        return None
+    return (
+        f"the worker reported {own:.3f} us per call, but the harness's own clock times the same calls at "
+        f"{parent:.3f} us per call (the worker's CPU time read from outside it): the reported timing was "
+        "tampered with (patched or edited timing code in the kernel's process)"
+    )
+
+
+class Stopped(Exception):
+    """The worker failed, died or hung during a step: the reply (or None) says why."""
+
+    def __init__(self, reply: dict[str, Any] | None) -> None:
+        super().__init__("step failed")
+        self.reply = reply
+
+
+class Steps:
+    """The parent's side of the step wire: one step, with the worker's CPU time around it."""
+
+    def __init__(self, ks: Any, timeout_s: float) -> None:
+        self.ks, self.timeout_s = ks, timeout_s
+        self.rfd, self.wfd = ks.worker.chan.rfd, ks.worker.chan.wfd
+        self.cpu: Clock = ks.worker.cpu_ns
+
+    def __call__(self, op: bytes, i: int) -> tuple[int, float]:
+        """(ns the worker used for the step, its own reading of the call in us)."""
+        c0, t0 = self.cpu(), time.perf_counter_ns()
+        try:
+            os.write(self.wfd, STEP.pack(op, i))
+        except OSError:
+            raise Stopped(self.ks.request(None, 5.0)) from None  # records why the worker died
+        raw = read_exact(self.rfd, ANSWER.size, self.timeout_s)
+        wall = time.perf_counter_ns() - t0
+        c1 = self.cpu()
+        if raw is None:
+            self.ks.worker.kill()
+            self.ks.stop("TIMEOUT", f"no answer to a timed call within {self.timeout_s:.0f} s; worker killed")
+            raise Stopped(None)
+        status, own = ANSWER.unpack(raw)
+        if status != OK:  # the worker sends the failure as a message next
+            raise Stopped(self.ks.request(None, self.timeout_s))
+        spent = cpu_delta_ns(c0, c1) if isinstance(c0, tuple) and isinstance(c1, tuple) else wall
+        return spent, own
+
+
+def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+    """The "time" request for a host, with the calls timed by the parent: the reply as the worker's own
+    timing would give it (latency, samples, kept outputs, re-validation), or the failing reply/None.
+    Each timed call i: "prepare" (keep call i-1's outputs, the untimed perturbation), "noop" (the
+    step's own cost), "call" (the call alone); then "finish" and the worker's closing message."""
+    first = ks.request({**msg, "steps": True}, timeout_s)
+    if first is None or "error" in first or "reps" not in first:
+        return first
+    reps = max(2, min(HOST_REPS, int(first["reps"])))
+    ks.worker.chan.send({"cmd": "steps", "wl": msg["wl"]})
+    step = Steps(ks, timeout_s)
+    noops: list[int] = []
+    used: list[int] = []
+    own: list[float] = []
+    try:
+        for i in range(reps):
+            step(PREPARE, i)
+            noops.append(step(NOOP, i)[0])
+            spent, mine = step(CALL, i)
+            used.append(spent)
+            own.append(mine)
+        os.write(step.wfd, STEP.pack(FINISH, reps))
+    except Stopped as stop:
+        return stop.reply
+    except OSError:
+        return ks.request(None, 5.0)
+    end = ks.request(None, timeout_s)
+    if end is None or "error" in end:
+        return end
+    base = min(noops)
+    samples = [max(u - base, 0) / 1e3 for u in used]
+    latency, spread = summarize(samples)
+    violations = [*first.get("violations", []), *end.get("violations", [])]
+    found = tampered(own, samples, noops)
+    if found:
+        violations.append(found)
+    return {
+        **end,
+        "latency_us": latency,
+        "spread_pct": spread,
+        "samples_us": samples,
+        "method": "host_interpreter",
+        "kernels_per_call": None,
+        "calls": 1,
+        "notes": list(first.get("notes", [])),
+        "violations": violations,
+        "worker_samples_us": own,
+    }
