@@ -1,15 +1,17 @@
 """The harness's own memory (issue 9, class 2): which copies it makes (memory.plan_memory, a table), how an
 input is checked for modification without a clone (fingerprint.py), how eager timing perturbs inputs
-without a pristine copy (bench._flip_signs_), and that the mixed seed is drawn one tensor at a time yet
-gives exactly the inputs it always gave."""
+without a pristine copy (bench._flip_signs_), that large benches of other workloads are parked and
+regenerated, and that the mixed seed is drawn one tensor at a time yet gives exactly the inputs it
+always gave. The end-to-end peak memory on the CPU: test_memory_footprint.py."""
 
 from __future__ import annotations
 
 import pytest
 import torch
 
+from aka_graph.tools.evaluator.harness import bench as bench_mod
 from aka_graph.tools.evaluator.harness import fingerprint as fingerprint_mod
-from aka_graph.tools.evaluator.harness.bench import FreshSets, _flip_signs_
+from aka_graph.tools.evaluator.harness.bench import Bench, FreshSets, _flip_signs_, park_large
 from aka_graph.tools.evaluator.harness.fingerprint import InputSnapshot, fingerprint
 from aka_graph.tools.evaluator.harness.inputs import InputFactory, _mix_interior_
 from aka_graph.tools.evaluator.harness.loading import load_operator
@@ -22,6 +24,7 @@ from aka_graph.tools.evaluator.harness.memory import (
     output_bytes,
     plan_memory,
 )
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from aka_graph.tools.evaluator.harness.timing import rotation_copies
 from tests.conftest import REPO_ROOT
 
@@ -200,3 +203,56 @@ def test_the_mixed_seed_gives_the_inputs_it_always_gave() -> None:
         for a, b in zip(mixed, seed_set, strict=True)
     )
     assert not torch.equal(mixed[1], factory.make(wl, 11, 1.0)[1])  # and it is mixed
+
+
+# --- benches: no pristine copy when none fits; large benches of other workloads parked --------------------
+
+
+def _recording_runner(seen: list[torch.Tensor]) -> KernelRunner:
+    def run(x: torch.Tensor, idx: torch.Tensor) -> torch.Tensor:
+        seen.append(x.clone())
+        return x * 2
+
+    return KernelRunner(run, False, [((64, 50), torch.float32)], torch.device("cpu"))
+
+
+def test_with_no_room_for_a_pristine_copy_timed_calls_see_sign_flipped_inputs(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A device with nothing free (injected: the real free memory cannot be taken away safely): the bench
+    keeps no pristine copy, says so, and every timed call still gets another input, of the same
+    magnitudes, while an integer input (indices) is never touched."""
+    monkeypatch.setattr(bench_mod, "spare_bytes", lambda device: 0)
+    seen: list[torch.Tensor] = []
+    x, idx = torch.randn(64, 50), torch.arange(10)
+    bench = Bench(_recording_runner(seen), [x, idx], torch.device("cpu"), 0)
+    assert bench.flip and not bench.pristine and "no room for a pristine copy" in bench.notes[0]
+    timing = bench.measure()
+    timed = seen[1:]  # the first call sized the timing
+    assert len(timed) == len(timing.samples_us) >= 2
+    assert all(torch.equal(t.abs(), x.abs()) for t in timed)
+    assert all(not torch.equal(a, b) for n, a in enumerate(timed) for b in timed[n + 1 :])
+    assert torch.equal(bench.copies[0][1], torch.arange(10))
+
+
+def test_a_parked_bench_is_regenerated_from_its_seed_and_keeps_nothing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(bench_mod, "SMALL_BYTES", 0)  # every bench counts as large here
+    draws: list[int] = []
+
+    def draw(seed: int) -> list[torch.Tensor]:
+        draws.append(seed)
+        return [torch.randn(64, 50, generator=torch.Generator().manual_seed(seed)), torch.arange(3)]
+
+    first = Bench(_recording_runner([]), draw(1), torch.device("cpu"), 0, regenerate=lambda: draw(1))
+    expected = first.copies[0][0].clone()
+    park_large(torch.device("cpu"))  # before a second workload's bench is built
+    assert (
+        first.parked == [] and first.copies == [] and first.pristine == []
+    )  # nothing kept, not even on host
+    second = Bench(_recording_runner([]), draw(2), torch.device("cpu"), 0, regenerate=lambda: draw(2))
+    assert second.parked is None
+    first.measure()  # used again: rebuilt from its seed
+    assert first.parked is None and draws == [1, 2, 1]
+    assert first.pristine and torch.equal(first.pristine[0][0], expected)
