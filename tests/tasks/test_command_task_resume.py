@@ -56,7 +56,8 @@ def unmeasured(value: Any) -> Any:
     if isinstance(value, float):
         return "<measured>"
     if isinstance(value, str):
-        return MEASURED.sub("<measured>", re.sub(r'"seeds?": \[?[\d, ]*\]?', '"seeds": <random>', value))
+        value = re.sub(r'"seeds?": \[?[\d, ]*\]?', '"seeds": <random>', value)
+        return MEASURED.sub("<measured>", re.sub(r"\bseeds? \d+", "seed <random>", value))
     return value
 
 
