@@ -229,6 +229,11 @@ def scan_source(source: str, filename: str) -> list[str]:
             on_torch = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "torch"
             if name is None and not on_torch:  # getattr(torch, dtype_name) is the one common idiom
                 flag(node, "getattr with a computed attribute name")
+            elif name is None and not used_as_a_value(node, parents, tree):
+                flag(
+                    node,
+                    "getattr(torch, <computed>) whose result is looked into (torch.__builtins__ by name)",
+                )
             elif name in BANNED_ATTRIBUTES or name in BANNED_CALLS or name in BANNED_MODULES:
                 flag(node, f"getattr(..., {name!r})")
     return found
@@ -844,3 +849,67 @@ def binding_targets(node: ast.AST) -> list[ast.expr]:
     if isinstance(node, ast.With | ast.AsyncWith):
         return [item.optional_vars for item in node.items if item.optional_vars is not None]
     return []
+
+
+DTYPE_TAKERS = frozenset(
+    {
+        "to",
+        "view",
+        "type",
+        "empty",
+        "zeros",
+        "ones",
+        "full",
+        "randn",
+        "rand",
+        "randint",
+        "arange",
+        "tensor",
+        "as_tensor",
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "finfo",
+        "iinfo",
+        "isinstance",
+    }
+)
+
+
+def used_as_a_value(call: ast.Call, parents: dict[int, ast.AST], tree: ast.Module) -> bool:
+    """Whether `getattr(torch, <computed>)` is used the way a dtype or a function by name is: passed as an
+    argument, compared, called, or bound to a name only ever used so. Subscripting it or taking its
+    attributes is not that (redteam_torch_getattr_builtins: `getattr(torch, "builtins".center(12, "_"))`
+    is a dict holding setattr and __import__)."""
+
+    def plain_use(node: ast.AST) -> bool:
+        parent = parents.get(id(node))
+        if isinstance(parent, ast.Call) and parent.func is node:
+            return True  # a function by name, called
+        if isinstance(parent, ast.Call):  # an argument: of a tensor factory or conversion only
+            func = parent.func
+            return (func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")) in DTYPE_TAKERS
+        if isinstance(parent, ast.keyword):
+            return parent.arg == "dtype"
+        return isinstance(parent, ast.Compare)
+
+    own = {
+        n.name for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+    }
+    if own & DTYPE_TAKERS:  # `def to(b): return b["setattr"]` would pass as a tensor method
+        return False
+    parent = parents.get(id(call))
+    if (
+        isinstance(parent, ast.Assign)
+        and len(parent.targets) == 1
+        and isinstance(parent.targets[0], ast.Name)
+    ):
+        bound = parent.targets[0].id
+        uses = [
+            n
+            for n in ast.walk(tree)
+            if isinstance(n, ast.Name) and n.id == bound and n is not parent.targets[0]
+        ]
+        return all(isinstance(n.ctx, ast.Load) and plain_use(n) for n in uses)
+    return plain_use(call)

@@ -7,9 +7,10 @@ that moved the work into the harness's untimed reads (also as torch's own Device
 assigned, entered by a generator never resumed); and `statistics.median`, the timing summary, patched
 through an alias named `self`, `timeit`'s setup string, `unittest.mock.patch`, `_import_dotted_name`, a
 `__code__` swap by `functools.update_wrapper`, `typing.get_type_hints` evaluating a string annotation, a
-method called unbound on `triton.testing.statistics`, a `for` loop with it as the target, and its code
-pointer overwritten in memory (through /proc/self/mem, a numpy view from `__array_interface__`, a C++
-extension pasting `PyRun_SimpleString` together), each with a cache that recognises the burst's inputs.
+method called unbound on `triton.testing.statistics`, a `for` loop with it as the target, torch's
+`__builtins__` by a computed name, and its code pointer overwritten in memory (through /proc/self/mem, a
+numpy view from `__array_interface__`, a C++ extension pasting `PyRun_SimpleString` together), each with
+a cache that recognises the burst's inputs.
 The checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is
 their only gate for now. Controls: `redteam_control_*` are honest.
 """
@@ -45,6 +46,7 @@ FIXED = {
     "redteam_array_interface": "uses the attribute '__array_interface__'",
     "redteam_native_token_paste": "pastes tokens in a macro",
     "redteam_for_target_patch": "assigns into the module 'statistics'",
+    "redteam_torch_getattr_builtins": "getattr(torch, <computed>) whose result is looked into",
 }
 SLOW_BUILD = {"redteam_native_token_paste"}  # rejected before its C++ builds; past the policy it takes ~90 s
 # attacks the checks behind the policy already reject (the policy has nothing to say about them)
@@ -118,6 +120,9 @@ ROUTES = {
     "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
     "stdlib module imported from another": "from triton.testing import statistics\n",
     "the harness's entry module": "import __main__\n",
+    "torch's builtins by a computed name": "import torch\nb = getattr(torch, n)\nb.get('setattr')\n",
+    "torch getattr handed to a helper": "import torch\nlook(getattr(torch, n))\n",
+    "torch getattr through an own 'to'": "import torch\ndef to(b):\n    return b\nto(getattr(torch, n))\n",
     "patch as a with target": (
         "import statistics, contextlib\nwith contextlib.nullcontext(len) as statistics.median:\n    pass\n"
     ),
@@ -159,6 +164,11 @@ HONEST_IDIOMS = {
         "import functools\n@functools.lru_cache(maxsize=None)\ndef cfg(n):\n    return n\n"
         "def deco(fn):\n    @functools.wraps(fn)\n    def w(*a):\n        return fn(*a)\n"
         "    print(fn.__name__)\n    return w\np = functools.partial(cfg, 4)\n"
+    ),
+    "dtype and function by name": (
+        "import torch\ndef f(x, dtype, act):\n    t = getattr(torch, dtype)\n"
+        "    y = x.to(getattr(torch, dtype))\n    z = torch.empty(2, dtype=t)\n"
+        "    return getattr(torch, act)(y), t == torch.float16, z\n"
     ),
     "math by name": (
         "import triton.language as tl\nimport torch\nf = getattr(tl, 'exp')\nd = getattr(torch, 'float16')\n"
