@@ -93,9 +93,12 @@ FRAMEWORKS: dict[str, Framework] = {
             entry_point="kernel.cu::run",
             skill="cuda",
             v1_instructions="Write the operator in kernel.cu as __global__ CUDA kernels launched on "
-            "at::cuda::getCurrentCUDAStream() from `void run(...)` (torch::Tensor arguments, outputs "
+            "c10::cuda::getCurrentCUDAStream() from `void run(...)` (at::Tensor arguments, outputs "
             "written in place), bound with PYBIND11_MODULE(TORCH_EXTENSION_NAME, m); solution.json names "
-            "kernel.cu::run, languages [cuda_cpp] and its compile_options.",
+            "kernel.cu::run, languages [cuda_cpp] and its compile_options. Include only "
+            "<ATen/core/Tensor.h>, <c10/cuda/CUDAStream.h> and <torch/csrc/utils/pybind.h>, not "
+            "<torch/extension.h> or <ATen/cuda/CUDAContext.h>: every evaluation builds afresh, and nvcc "
+            "takes about 5x longer on those headers.",
             prompt_fragment="CUDA C++ (kernel.cu: __global__ kernels, a torch-extension run())",
             purity_rule="the work is done in __global__ kernels (or CUTLASS/cuBLAS/cuDNN), not ATen ops",
         ),
