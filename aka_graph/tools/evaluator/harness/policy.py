@@ -172,6 +172,9 @@ def scan_source(source: str, filename: str) -> list[str]:
                 *_foreign_self(node, methods, aliases),
             ]
         )
+        private = private_stdlib_import(node)
+        if private:
+            flag(node, private)
         if isinstance(node, ast.Constant) and id(node) in annotations:  # `x: "code"`: eval'd by typing
             found.extend(f"{filename}:{node.lineno}: in a string annotation: {w}" for w in _annotation(node))
         if isinstance(node, ast.Name) and node.id in ALIAS_BANNED and id(node) not in calls:
@@ -913,3 +916,27 @@ def used_as_a_value(call: ast.Call, parents: dict[int, ast.AST], tree: ast.Modul
         ]
         return all(isinstance(n.ctx, ast.Load) and plain_use(n) for n in uses)
     return plain_use(call)
+
+
+# Round three, more code-string doors in packages torch itself installs (sympy.sympify PASSed: it evals).
+BANNED_MODULES = BANNED_MODULES | {
+    "sympy",  # sympify / parse_expr / lambdify: eval and exec of strings
+    "jinja2",  # templates reach any attribute
+    "mako",
+    "site",  # addsitedir runs the import lines of .pth files
+    "IPython",
+}  # (setuptools stays allowed: an agent's setup.py beside a C++ kernel; its exec door run_setup is not)
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"sympify", "parse_expr", "lambdify", "addsitedir", "run_setup"}
+FOREIGN_MODULES = FOREIGN_MODULES | {"sympy", "jinja2", "site"}
+
+
+def private_stdlib_import(node: ast.AST) -> str | None:
+    """`import _ctypes`, `_imp`, `_posixsubprocess`: the C halves of banned modules, under other names."""
+    if isinstance(node, ast.Import):
+        names = [a.name for a in node.names]
+    elif isinstance(node, ast.ImportFrom) and not node.level:
+        names = [node.module or ""]
+    else:
+        return None
+    hit = next((n for n in names if n.startswith("_") and n.split(".")[0] != "__future__"), None)
+    return f"imports {hit!r} (a private module: the C half of a banned one)" if hit else None
