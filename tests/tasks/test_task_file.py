@@ -83,3 +83,15 @@ def test_command_line_exits_2_with_the_problem(tmp_path: Path) -> None:
         check=False,
     )
     assert ok.returncode == 0 and "csrc/native.cpp" in ok.stdout
+
+
+def test_the_gpu_task_is_the_ci_task_scored_at_a_memory_bound_shape() -> None:
+    """aka_task_h200.toml (tests/gpu/test_command_task_gpu.py) differs from the CI task only in its name
+    and its scored case: tens of thousands of rows, so the H200 is bandwidth-bound, not launch-bound."""
+    ci, gpu = load_task(FIXTURE), load_task(FIXTURE / "aka_task_h200.toml")
+    assert gpu.tree == ci.tree and gpu.editable_files() == ci.editable_files()
+    assert gpu.task.commands == ci.task.commands and gpu.task.performance == ci.task.performance
+    assert gpu.task.cases.correctness == ci.task.cases.correctness
+    (scored,) = gpu.task.cases.performance
+    params = scored.params()
+    assert params["rows"] >= 16384 and params["rows"] * params["cols"] * 4 * 2 >= 128 * 2**20  # bytes moved
