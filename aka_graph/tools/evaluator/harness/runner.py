@@ -51,6 +51,9 @@ class KernelRunner:
             if self.dps:
                 assert outputs is not None
                 self.fn(*inputs, *outputs)
+                for o in outputs:  # written from a graph (a parameter that requires grad): values only
+                    if isinstance(o, torch.Tensor) and o.requires_grad:
+                        o.detach_()
                 return list(outputs)
             result = self.fn(*inputs)
         if isinstance(result, dict) and self.names:

@@ -200,6 +200,24 @@ def test_references_run_with_grad_mode_on_as_in_sols_driver() -> None:
     torch.testing.assert_close(grad, v["grad_out"] * (0.5 * (1 + t) + 0.5 * x * dt), rtol=1e-4, atol=1e-5)
 
 
+def test_grad_mode_leaves_no_autograd_history_on_outputs_either_way() -> None:
+    w = torch.nn.Parameter(torch.full((3,), 2.0))
+
+    def returning(x: torch.Tensor) -> torch.Tensor:
+        return x * w
+
+    def writing(x: torch.Tensor, out: torch.Tensor) -> None:
+        out.copy_(x * w)
+
+    x = torch.ones(3)
+    (got,) = KernelRunner(returning, False, [((3,), torch.float32)], CPU).invoke([x])
+    out = torch.empty(3)
+    (written,) = KernelRunner(writing, True, [((3,), torch.float32)], CPU).invoke([x], [out])
+    assert written is out
+    for t in (got, out):
+        assert not t.requires_grad and t.grad_fn is None and t.numpy().tolist() == [2.0, 2.0, 2.0]
+
+
 def test_a_triton_reference_finds_its_source_like_a_file() -> None:
     module = load_reference(load_operator(FIXTURES / "triton_reference"))
     assert "tl.store" in inspect.getsource(module.run.__globals__["_axpy"].fn)
