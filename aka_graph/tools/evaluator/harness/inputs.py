@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
+from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -178,6 +179,13 @@ def fp4x2_values(t: torch.Tensor) -> torch.Tensor:
     return levels[codes & 7] * torch.where(codes >= 8, -1.0, 1.0)
 
 
+@dataclass(frozen=True)
+class Mixed:
+    """A mixed seed's input that was written into the earlier seed's tensor as it was drawn."""
+
+    changed: bool
+
+
 def _random_tensor(
     name: str,
     shape: tuple[int, ...],
@@ -187,7 +195,12 @@ def _random_tensor(
     scale: float,
     op_is_norm: bool,
     description: str = "",
-) -> torch.Tensor:
+    interior_of: torch.Tensor | None = None,
+) -> Any:
+    """One random input. `interior_of` (the mixed seed, issue 9 class 2): a contiguous tensor of this
+    shape and dtype whose interior (rows 1..-2 of dim 0) takes this draw's values as they are drawn,
+    chunk by chunk, so the draw never exists whole; returns `Mixed` then, when the draw is chunked (a
+    large float tensor) and there is such an interior, else the tensor as without it."""
     if dtype == torch.bool:
         return torch.randint(0, 2, shape, generator=gen, device=device).bool()
     if dtype == torch.int8:
@@ -210,11 +223,23 @@ def _random_tensor(
         rule = "binary_mask" if rule == "sol_causal_mask" else "randn"
     fan_in = shape[-1] if shape else 1
     numel = math.prod(shape)
-    out = torch.empty(shape, dtype=dtype, device=device)
     row = shape[-1] if shape and shape[-1] else 1
     rows_per_chunk = max(1, CHUNK_ELEMENTS // row)
-    flat = out.view(-1, row) if numel else out
     total_rows = numel // row if numel else 0
+    mixing = (
+        interior_of is not None
+        and numel > CHUNK_ELEMENTS
+        and len(shape) >= 2
+        and shape[0] >= 3
+        and interior_of.is_contiguous()
+        and tuple(interior_of.shape) == tuple(shape)
+        and interior_of.dtype == dtype
+    )
+    out = interior_of if mixing else torch.empty(shape, dtype=dtype, device=device)
+    assert out is not None
+    flat = out.view(-1, row) if numel else out
+    edge = numel // shape[0] if mixing else 0  # the interior: [edge, numel - edge), in whole rows
+    changed = False
     if numel <= CHUNK_ELEMENTS:
         x = _transform(
             torch.randn(shape, generator=gen, device=device, dtype=torch.float32), rule, scale, fan_in
@@ -223,7 +248,16 @@ def _random_tensor(
     for start in range(0, total_rows, rows_per_chunk):
         n = min(rows_per_chunk, total_rows - start)
         x = _transform(torch.randn((n, row), generator=gen, device=device), rule, scale, fan_in)
-        flat[start : start + n] = x.clamp(-2.0, 2.0).to(dtype) if dtype in FP8 else x.to(dtype)
+        x = x.clamp(-2.0, 2.0).to(dtype) if dtype in FP8 else x.to(dtype)
+        if not mixing:
+            flat[start : start + n] = x
+            continue
+        first, last = max(start, edge // row), min(start + n, (numel - edge) // row)  # its rows inside
+        if first < last:
+            changed = changed or not torch.equal(flat[first:last], x[first - start : last - start])
+            flat[first:last] = x[first - start : last - start]
+    if mixing:
+        return Mixed(changed)
     return out
 
 
@@ -269,15 +303,19 @@ class InputFactory:
         answers wrongly. Where no random input has an interior (or nothing changed), the mixed seed's
         inputs are wholly `mix_seed`'s: every seed differs from every other. `mix_seed`'s inputs are drawn
         one at a time and dropped once mixed: the peak is one seed's inputs plus its largest tensor, not
-        two seeds' inputs (issue 9, class 2: a 13 GB expert bank)."""
+        two seeds' inputs (issue 9, class 2: a 13 GB expert bank); a large one is even written into the
+        interior chunk by chunk as it is drawn (`_random_tensor`), so the peak is one seed's inputs."""
         values = self._make(wl, seed, scale)
         if mix_seed is None or self.op.kind == "native":
             return values
         changed = False
-        for i, (spec, other) in enumerate(zip(self.op.inputs, self._drawn(wl, mix_seed, scale), strict=True)):
+        drawn = self._drawn(wl, mix_seed, scale, mix_into=values)
+        for i, (spec, other) in enumerate(zip(self.op.inputs, drawn, strict=True)):
             v = values[i]
             kind = wl.descriptors.get(spec.name, {}).get("type", "random")
-            if kind == "random" and isinstance(v, torch.Tensor) and v.numel():
+            if isinstance(other, Mixed):  # mixed in place while drawn
+                changed = other.changed or changed
+            elif kind == "random" and isinstance(v, torch.Tensor) and v.numel():
                 changed = _mix_interior_(v, other) or changed
             del other  # before the next one is drawn
         if changed:
@@ -290,14 +328,19 @@ class InputFactory:
             return self._native(wl, seed)
         return list(self._drawn(wl, seed, scale))
 
-    def _drawn(self, wl: Workload, seed: int, scale: float) -> Iterator[Any]:
-        """The SOL inputs of (seed, scale), one at a time in declaration order (one generator stream)."""
+    def _drawn(
+        self, wl: Workload, seed: int, scale: float, mix_into: list[Any] | None = None
+    ) -> Iterator[Any]:
+        """The SOL inputs of (seed, scale), one at a time in declaration order (one generator stream).
+        `mix_into`: an earlier seed's inputs, whose large random tensors take this seed's values in their
+        interior while they are drawn (`Mixed` is yielded for those)."""
         gen = torch.Generator(device=self.device)
         gen.manual_seed(seed)
         custom: dict[str, Any] | None = None
-        for spec in self.op.inputs:
+        for i, spec in enumerate(self.op.inputs):
             desc = wl.descriptors.get(spec.name, {"type": "random"})
             kind = desc.get("type", "random")
+            into = mix_into[i] if mix_into is not None and kind == "random" else None
             if kind == "scalar":
                 yield _scalar_value(spec, desc.get("value"), self.device)
             elif self.op.custom_inputs_entrypoint and kind in ("custom", "random"):
@@ -307,7 +350,7 @@ class InputFactory:
                 if spec.name in custom:
                     yield custom[spec.name]
                 elif kind == "random":
-                    yield self._random(spec, wl, gen, scale)
+                    yield self._random(spec, wl, gen, scale, into)
                 else:
                     raise OperatorError(
                         f"{self.op.directory}/definition.json: {self.op.custom_inputs_entrypoint} "
@@ -316,13 +359,16 @@ class InputFactory:
             elif kind == "safetensors":
                 yield self._blob(spec, wl, desc)
             else:
-                yield self._random(spec, wl, gen, scale)
+                yield self._random(spec, wl, gen, scale, into)
 
-    def _random(self, spec: TensorSpec, wl: Workload, gen: torch.Generator, scale: float) -> Any:
+    def _random(
+        self, spec: TensorSpec, wl: Workload, gen: torch.Generator, scale: float, interior_of: Any = None
+    ) -> Any:
         dtype = dtype_of(spec.dtype)
         shape = () if spec.shape is None else shape_of(spec, wl.axes)
         norm, about = self.op_is_norm, spec.description
-        t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, norm, about)
+        into = interior_of if isinstance(interior_of, torch.Tensor) and spec.shape is not None else None
+        t = _random_tensor(spec.name, shape, dtype, gen, self.device, scale, norm, about, into)
         return t.item() if spec.shape is None else t
 
     def _blob(self, spec: TensorSpec, wl: Workload, desc: dict[str, Any]) -> torch.Tensor:

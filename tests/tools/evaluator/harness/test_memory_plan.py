@@ -11,6 +11,7 @@ import torch
 
 from aka_graph.tools.evaluator.harness import bench as bench_mod
 from aka_graph.tools.evaluator.harness import fingerprint as fingerprint_mod
+from aka_graph.tools.evaluator.harness import inputs as inputs_mod
 from aka_graph.tools.evaluator.harness.bench import Bench, FreshSets, _flip_signs_, park_large
 from aka_graph.tools.evaluator.harness.fingerprint import InputSnapshot, fingerprint
 from aka_graph.tools.evaluator.harness.inputs import InputFactory, _mix_interior_
@@ -186,9 +187,13 @@ def test_fresh_sets_are_drawn_one_at_a_time() -> None:
 # --- the mixed seed, drawn one tensor at a time --------------------------------------------------------
 
 
-def test_the_mixed_seed_gives_the_inputs_it_always_gave() -> None:
-    """One mix tensor at a time (memory) must not change a single value: the old way drew the mix seed's
-    whole set, then mixed each random input's interior from it."""
+@pytest.mark.parametrize("chunk", [1 << 22, 200])
+def test_the_mixed_seed_gives_the_inputs_it_always_gave(monkeypatch: pytest.MonkeyPatch, chunk: int) -> None:
+    """One mix tensor at a time, or (a tensor drawn in chunks: 200 elements here, 3 rows of 64, so chunk
+    edges fall inside the interior's first and last rows) written into the interior as it is drawn, must
+    not change a single value: the old way drew the mix seed's whole set, then mixed each random input's
+    interior from it."""
+    monkeypatch.setattr(inputs_mod, "CHUNK_ELEMENTS", chunk)
     op = load_operator(REPO_ROOT / "tests" / "fixtures" / "sol" / "memory_heavy_experts_cpu")
     wl = op.workloads[0]
     wl = type(wl)(**{**wl.__dict__, "axes": {**wl.axes, "num_experts": 3, "hidden": 64, "inter": 32}})
@@ -202,7 +207,9 @@ def test_the_mixed_seed_gives_the_inputs_it_always_gave() -> None:
         torch.equal(a, b) if isinstance(a, torch.Tensor) else a == b
         for a, b in zip(mixed, seed_set, strict=True)
     )
-    assert not torch.equal(mixed[1], factory.make(wl, 11, 1.0)[1])  # and it is mixed
+    plain = factory.make(wl, 11, 1.0)[1]
+    assert not torch.equal(mixed[1], plain)  # mixed: the interior is the other seed's
+    assert torch.equal(mixed[1][0], plain[0]) and torch.equal(mixed[1][-1], plain[-1])  # the edges are not
 
 
 # --- benches: no pristine copy when none fits; large benches of other workloads parked --------------------
