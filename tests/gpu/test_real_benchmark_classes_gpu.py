@@ -113,9 +113,9 @@ def test_the_largest_moe_workload_stays_within_a_stated_multiple_of_its_inputs(t
     """Issue 9, class 2, on its own: experts-128 (one call's inputs: a 12.9 GB bf16 expert bank) with its
     own reference PASSes, and the whole evaluation (trusted parent and worker together, device-wide)
     never holds more than 4.5x one call's inputs + 4 GiB (contexts, workspaces). The memory plan's
-    bound is ~4x: each process one seed's inputs plus the mixed seed's draw of its largest tensor, at
-    the same time. Before the plan this workload ran the H200 (139.8 GiB) out of memory, 36.9 GiB of it
-    in the worker alone (every seed kept alive plus a clone)."""
+    figure is ~3x (memory.py: the worker's timed inputs and its re-validation set, the parent's
+    re-validation set). Before the plan this workload ran the H200 (139.8 GiB) out of memory, 36.9 GiB
+    of it in the worker alone (every seed kept alive plus a clone)."""
     op_dir = FIXTURES / "memory_heavy_experts"
     op = load_operator(op_dir)
     wl = next(w for w in op.workloads if w.id == "experts-128")

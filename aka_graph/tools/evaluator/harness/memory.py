@@ -8,11 +8,15 @@ call's inputs are gigabytes) those copies, not the kernel, ran the H200 out of m
 So each copy is made only where `plan_memory` says so, from what is free now (`spare_bytes`: the GPU's
 free memory, or the host's available RAM, less a reserve). The peak of one process is then, per phase:
 
-- correctness: W + the largest input tensor (the mixed seed draws its interior one tensor at a time)
-  + every seed's outputs (they are sent back together); earlier seeds' inputs and an input clone only
-  while they are small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
+- correctness: W (the mixed seed's draw goes into the interior as it is drawn: inputs.py) + every seed's
+  outputs (they are sent back together); earlier seeds' inputs and an input clone only while they are
+  small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
 - timing: W x copies (copies = 1 once the inputs are >= 3x the L2, never beyond what is free)
-  + a pristine copy (eager timing only, if it fits) + one fresh timed input set at a time.
+  + a pristine copy (eager timing only, if it fits) + one fresh timed input set at a time (or the
+  re-validation's fresh inputs).
+
+Both processes evaluate the same workload at once, so a large workload's evaluation peaks near 3x its
+inputs (the worker's timed inputs and its re-validation set, the parent's re-validation set).
 
 Large benches of other workloads are dropped (and regenerated from their seed when used again).
 """
