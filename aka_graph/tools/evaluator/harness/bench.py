@@ -125,11 +125,13 @@ _INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 def park_large(device: torch.device, keep: Bench | None = None) -> None:
     """Park every other bench larger than SMALL_BYTES that can be rebuilt without memory of its own
     (regenerated from its seed): a new workload's bench is never built beside earlier large ones."""
+    parked = 0
     for ref in list(_LIVE):
         bench = ref()
         if bench is not None and bench is not keep and bench.regenerate and bench.nbytes > SMALL_BYTES:
+            parked += 0 if bench.parked is not None else bench.nbytes
             bench.park()
-    release(device, threshold=0)
+    release(device, freed=parked)  # only when something large was freed (it costs a gc and a sync)
 
 
 def _make_room(device: torch.device, need: int, keep: Bench) -> int:
