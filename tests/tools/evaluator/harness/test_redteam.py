@@ -63,9 +63,13 @@ HONEST_POLICY_ONLY = [
 ]
 
 
+# a cheat only a CUDA graph lets through (honest on a CPU), not fixed by the policy: benchmarks/redteam_gpu.py
+GPU_ONLY = {"redteam_gpu_slab_offset"}
+
+
 def test_every_redteam_candidate_is_classified() -> None:
     names = {p.name for p in CANDIDATES.glob("redteam_*") if (p / "kernel.py").is_file()}
-    assert names == set(FIXED) | set(CAUGHT_BEHIND) | set(HONEST_PASS) | set(HONEST_POLICY_ONLY)
+    assert names == set(FIXED) | set(CAUGHT_BEHIND) | set(HONEST_PASS) | set(HONEST_POLICY_ONLY) | GPU_ONLY
 
 
 @pytest.mark.parametrize("candidate", sorted(FIXED))
