@@ -45,6 +45,12 @@ def load_reference(op: Operator) -> types.ModuleType:
         exec(compile(op.reference_source, where, "exec"), module.__dict__)
     except SyntaxError as exc:
         raise OperatorError(f"{where}: the reference source does not compile: {exc}") from None
+    except ModuleNotFoundError as exc:  # the environment's, not the operator's (INFRA_ERROR)
+        raise ModuleNotFoundError(
+            f"{where} imports {exc.name!r}, which is not installed where the harness runs; install it "
+            "there (SOL-ExecBench's own environment has torch, torchvision, triton, safetensors, numpy)",
+            name=exc.name,
+        ) from None
     if not callable(module.__dict__.get("run")):
         raise OperatorError(f"{where}: the reference source defines no run(...)")
     return module

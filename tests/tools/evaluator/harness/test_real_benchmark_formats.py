@@ -218,6 +218,15 @@ def test_grad_mode_leaves_no_autograd_history_on_outputs_either_way() -> None:
         assert not t.requires_grad and t.grad_fn is None and t.numpy().tolist() == [2.0, 2.0, 2.0]
 
 
+def test_a_reference_importing_a_missing_package_names_it_and_the_environment(tmp_path: Path) -> None:
+    definition = json.loads((FIXTURES / "list_return" / "definition.json").read_text())
+    definition["reference"] = "import torch\nimport no_such_pkg_xyz\n\ndef run(x):\n    return [x, x]\n"
+    (tmp_path / "definition.json").write_text(json.dumps(definition))
+    (tmp_path / "workload.jsonl").write_text((FIXTURES / "list_return" / "workload.jsonl").read_text())
+    with pytest.raises(ModuleNotFoundError, match="imports 'no_such_pkg_xyz', which is not installed where"):
+        load_reference(load_operator(tmp_path))
+
+
 def test_a_triton_reference_finds_its_source_like_a_file() -> None:
     module = load_reference(load_operator(FIXTURES / "triton_reference"))
     assert "tl.store" in inspect.getsource(module.run.__globals__["_axpy"].fn)
