@@ -13,7 +13,9 @@ nvidia-cutlass, a CuTe DSL) are seen there as in the shell.
 
 Run (pytest-xdist: the C++ builds, 60-90 s each on the H200, overlap; the profile test takes the GPU
 alone through a lock file, the others share it):
-    python3 -m pytest -m gpu tests/gpu/test_languages_gpu.py -v -rs -s -n 8"""
+    python3 -m pytest -m gpu tests/gpu/test_languages_gpu.py -rA -n 8 --timeout 540
+(-rA, not -s: under xdist the printed figures come back in the summary only); on the H200 with the kit:
+bash benchmarks/gpu_languages.sh tests"""
 
 from __future__ import annotations
 
@@ -55,7 +57,7 @@ def gpu(exclusive: bool = False) -> Iterator[None]:
 
 def job_env() -> dict[str, str]:
     """The harness's environment: the job directory first on the path, then this process's PYTHONPATH
-    (where the session installed the kit), as `aka_graph evaluate` passes its own on to the worker."""
+    (where the session installed the kit), which the harness hands on to its worker."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(p for p in (".", os.environ.get("PYTHONPATH", "")) if p)
     return env
