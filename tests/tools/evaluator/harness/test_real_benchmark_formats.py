@@ -249,6 +249,25 @@ def test_seeded_calls_draw_the_same_numbers_and_leave_the_global_generator_alone
     assert not torch.equal(a[0], c[0])
 
 
+def test_seeded_calls_seed_pythons_and_numpys_generators_too_and_restore_them() -> None:
+    import random
+
+    import numpy as np
+
+    def run(x: torch.Tensor) -> torch.Tensor:
+        return x + random.random() + float(np.random.rand())
+
+    runner = KernelRunner(run, False, [], CPU)
+    random.seed(1)
+    np.random.seed(1)
+    expected = (random.random(), float(np.random.rand()))
+    random.seed(1)
+    np.random.seed(1)
+    a, b, c = (runner.invoke([torch.zeros(1)], rng_seed=s)[0] for s in (4, 4, 5))
+    assert torch.equal(a, b) and not torch.equal(a, c)
+    assert (random.random(), float(np.random.rand())) == expected
+
+
 @pytest.mark.parametrize(("name", "stochastic"), [("random_dropout_sampling", True), ("complex_rope", False)])
 def test_the_reference_contract_says_whether_the_reference_draws_random_numbers(
     name: str, stochastic: bool
