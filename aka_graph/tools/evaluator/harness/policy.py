@@ -169,7 +169,7 @@ def scan_source(source: str, filename: str) -> list[str]:
             f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
             for what in [
                 *_round_three(node, parents, imported, aliases),
-                *_foreign_self(node, methods, aliases),
+                *_foreign_self(node, methods, aliases, parents),
             ]
         )
         private = private_stdlib_import(node)
@@ -763,15 +763,19 @@ def _annotation(node: ast.Constant) -> list[str]:
     return [f"{node.value[:60]!r} is code, not a type (calls, lambdas or assignments in an annotation)"]
 
 
-def _foreign_self(node: ast.AST, methods: dict[str, set[str]], aliases: dict[str, str]) -> list[str]:
+def _foreign_self(
+    node: ast.AST, methods: dict[str, set[str]], aliases: dict[str, str], parents: dict[int, ast.AST]
+) -> list[str]:
     """A method's `self` may only be its own instance: an instance method taken from the class (called
-    unbound with another object as `self`), a class's attributes by name, `type(x).attr`, and modules
-    reached through other modules' namespaces are the ways to hand it something else."""
+    unbound with another object as `self`), a class's attributes by name, a method from `type(x)`, and
+    modules reached through other modules' namespaces are the ways to hand it something else.
+    `Base.method(self, ...)` inside a method, passing that method's own `self`, is the honest exception."""
     found: list[str] = []
     if (
         isinstance(node, ast.Attribute)
         and isinstance(node.value, ast.Name)
         and node.attr in methods.get(node.value.id, ())
+        and not _passes_own_self(node, parents)
     ):
         found.append(f"takes the method {node.value.id}.{node.attr} unbound (its `self` can be any object)")
     if (
@@ -789,6 +793,8 @@ def _foreign_self(node: ast.AST, methods: dict[str, set[str]], aliases: dict[str
         and isinstance(node.value.func, ast.Name)
         and node.value.func.id == "type"
         and node.attr not in TYPE_ATTRIBUTES_OK
+        and any(node.attr in names for names in methods.values())  # `type(self)._cache` is a class attribute
+        and not _passes_own_self(node, parents)
     ):
         found.append(f"takes {node.attr!r} from type(...) (a method reached so can be called unbound)")
     if isinstance(node, ast.Attribute) and node.attr in FOREIGN_MODULES:
@@ -940,3 +946,19 @@ def private_stdlib_import(node: ast.AST) -> str | None:
         return None
     hit = next((n for n in names if n.startswith("_") and n.split(".")[0] != "__future__"), None)
     return f"imports {hit!r} (a private module: the C half of a banned one)" if hit else None
+
+
+def _passes_own_self(func: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    """`Base.method(self, ...)`: called at once with, as `self`, the first parameter of its own method."""
+    call = parents.get(id(func))
+    if not (
+        isinstance(call, ast.Call) and call.func is func and call.args and isinstance(call.args[0], ast.Name)
+    ):
+        return False
+    first = call.args[0]
+    probe = ast.Attribute(value=first, attr="x", ctx=ast.Store())
+    parents[id(probe)] = call
+    try:
+        return own_instance(probe, first.id, parents)
+    finally:
+        del parents[id(probe)]

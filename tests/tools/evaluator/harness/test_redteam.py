@@ -121,6 +121,9 @@ ROUTES = {
     "annotation naming a banned attribute": "def f(x: 'sys.modules') -> None:\n    pass\n",
     "get_type_hints": "import typing\ntyping.get_type_hints(f)\n",
     "getattr on a local class": "class P:\n    def f(self):\n        self.x = 1\ng = getattr(P, 'f')\n",
+    "unbound method handed another object inside a method": (
+        "class P:\n    def f(self):\n        self.x = 1\n    def g(self, other):\n        P.f(other)\n"
+    ),
     "method through type()": "class P:\n    def f(self):\n        self.x = 1\ntype(P()).f(obj)\n",
     "stdlib module through another": "import triton.testing\nm = triton.testing.statistics\n",
     "stdlib module imported from another": "from triton.testing import statistics\n",
@@ -224,6 +227,11 @@ HONEST_IDIOMS = {
         "SRC = '''#include <torch/extension.h>\n#define CHECK(x) TORCH_CHECK(x.is_cuda(), #x)\n"
         "#define CEIL(a, b) (((a) + (b) - 1) / (b))\n"
         "torch::Tensor f(torch::Tensor x) { CHECK(x); return x; }'''\n"
+    ),
+    "explicit base-class calls and class caches": (
+        "class B:\n    def f(self, x):\n        self.x = x\n"
+        "class C(B):\n    _cache = {}\n    def f(self, x):\n        B.f(self, x)\n"
+        "        type(self).f(self, x)\n        return type(self)._cache\n"
     ),
     "calling own methods": (
         "class L:\n    def __init__(self):\n        self.n = 0\n    def go(self):\n        self.n += 1\n"
