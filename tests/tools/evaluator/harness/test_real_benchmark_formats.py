@@ -59,6 +59,7 @@ FORMAT_FIXTURES = [
     "aliased_outputs",
     "host_built_output",
     "custom_ragged_shapes",
+    "inference_mode_inplace",
 ]
 
 
