@@ -43,7 +43,7 @@ OK, FAILED = b"k", b"e"
 
 
 def read_exact(fd: int, n: int, timeout_s: float | None) -> bytes | None:
-    """n bytes from `fd`, or None at end of file or when `timeout_s` passes first."""
+    """n bytes from `fd`; b"" at end of file (the writer died), None when `timeout_s` passes first."""
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     data = b""
     while len(data) < n:
@@ -53,7 +53,7 @@ def read_exact(fd: int, n: int, timeout_s: float | None) -> bytes | None:
                 return None
         chunk = os.read(fd, n - len(data))
         if not chunk:
-            return None
+            return b""
         data += chunk
     return data
 
@@ -100,6 +100,8 @@ class Steps:
         raw = read_exact(self.rfd, ANSWER.size, self.timeout_s)
         wall = time.perf_counter_ns() - t0
         c1 = self.cpu()
+        if raw == b"":  # the worker died: the request reads the end and records why
+            raise Stopped(self.ks.request(None, 5.0))
         if raw is None:
             self.ks.worker.kill()
             self.ks.stop("TIMEOUT", f"no answer to a timed call within {self.timeout_s:.0f} s; worker killed")
@@ -120,12 +122,12 @@ def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any
     if first is None or "error" in first or "reps" not in first:
         return first
     reps = max(2, min(HOST_REPS, int(first["reps"])))
-    ks.worker.chan.send({"cmd": "steps", "wl": msg["wl"]})
     step = Steps(ks, timeout_s)
     noops: list[int] = []
     used: list[int] = []
     own: list[float] = []
     try:
+        ks.worker.chan.send({"cmd": "steps", "wl": msg["wl"]})
         for i in range(reps):
             step(PREPARE, i)
             noops.append(step(NOOP, i)[0])

@@ -9,12 +9,15 @@ from pathlib import Path
 from typing import Any
 
 from . import report
+from .graphcheck import verify_graph_copies
+from .hostclock import timed_round
 from .isolate import sandbox_isolation, unavailable
 from .phases import startup_timeline, transfer_summary
 from .plausibility import check_worker
 from .refcache import reference_timings
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
+from .sharedinputs import Placed, place_seeds, read_back_digests
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import outside_work, verify_timed_calls
 from .trusted import REFERENCE_MAX_COPIES, contract_note
@@ -73,42 +76,63 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
         active = [ks for ks in states if ks.alive]
         if not active:
             return
+        placed: dict[int, list[Placed]] = {}
         for ks in active:  # the workers compute while the parent computes the references
             try:
                 assert ks.worker is not None
-                ks.worker.chan.send({"cmd": "run", "wl": idx, "seeds": seeds})
+                msg: dict[str, Any] = {"cmd": "run", "wl": idx, "seeds": seeds}
+                if session.device.type == "cpu":  # inputs in the parent's own files (sharedinputs.py)
+                    placed[id(ks)] = place_seeds(session.reference, idx, seeds, ks.worker.scratch, f"w{idx}")
+                    msg["shared"] = [p.descs for p in placed[id(ks)]]
+                ks.worker.chan.send(msg)
             except OSError as exc:
                 ks.stop("RUNTIME_ERROR", f"the worker died: {exc}: {ks.worker.log_tail()}")
-        refs, digests = session.reference_outputs(idx)
-        for ks in active:
-            if not ks.alive:
-                continue
-            reply = ks.request(None, session.call_timeout * len(seeds) + 5)
-            verdict = ks.verdicts[idx]
-            if reply is None:
-                verdict.fail(*ks.error)
-                continue
-            if "error" in reply:
-                verdict.fail(reply["error"]["status"], reply["error"]["message"])
-                continue
-            if reply["violations"]:
-                verdict.fail("REWARD_HACK", "; ".join(dict.fromkeys(reply["violations"])))
-                continue
-            for n, (got, want) in enumerate(zip(reply["outputs"], refs, strict=False)):
-                if reply["digests"][n] != digests[n]:
-                    verdict.fail(
-                        "INCORRECT",
-                        f"seed {n}: the worker's inputs differ from the parent's "
-                        "(non-deterministic input generation or tampering)",
-                    )
-                    break
-                changed = mutated_inputs(session, digests[n], (reply.get("after_digests") or digests)[n])
-                if changed:  # the parent's own check on its own data (the worker's may be switched off)
-                    verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
-                    break
-                if not session.judge_outputs(verdict, got, want, idx, f"seed {n}"):
-                    break
-        del refs
+        try:
+            _judge_correctness(session, active, idx, seeds, placed)
+        finally:
+            for p in (p for ps in placed.values() for p in ps):
+                p.close()
+
+
+def _judge_correctness(
+    session: Session, active: list[KernelState], idx: int, seeds: list[list[Any]], placed: dict[int, Any]
+) -> None:
+    """The workers' replies for workload `idx` against the references and the parent's own inputs."""
+    refs, digests = session.reference_outputs(idx)
+    for ks in active:
+        if not ks.alive:
+            continue
+        reply = ks.request(None, session.call_timeout * len(seeds) + 5)
+        verdict = ks.verdicts[idx]
+        if reply is None:
+            verdict.fail(*ks.error)
+            continue
+        if "error" in reply:
+            verdict.fail(reply["error"]["status"], reply["error"]["message"])
+            continue
+        if reply["violations"]:
+            verdict.fail("REWARD_HACK", "; ".join(dict.fromkeys(reply["violations"])))
+            continue
+        # the parent's own fingerprints of its own files where it placed the inputs; else the worker's
+        after = read_back_digests(placed[id(ks)]) if id(ks) in placed else reply.get("after_digests")
+        for n, (got, want) in enumerate(zip(reply["outputs"], refs, strict=False)):
+            if reply["digests"][n] != digests[n]:
+                verdict.fail(
+                    "INCORRECT",
+                    f"seed {n}: the worker's inputs differ from the parent's "
+                    "(non-deterministic input generation or tampering)",
+                )
+                break
+            if (after or digests)[n] is None:
+                verdict.fail("REWARD_HACK", f"seed {n}: the kernel truncated the files holding its inputs")
+                break
+            changed = mutated_inputs(session, digests[n], (after or digests)[n])
+            if changed:  # the parent's own check on its own data (the worker's may be switched off)
+                verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
+                break
+            if not session.judge_outputs(verdict, got, want, idx, f"seed {n}"):
+                break
+    del refs
 
 
 def mutated_inputs(session: Session, before: list[float], after: list[float]) -> list[int]:
@@ -126,18 +150,19 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
     if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
         reval = pool_seed = None
     helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
-    reply = ks.request(
-        {
-            "cmd": "time",
-            "wl": idx,
-            "bench_seed": session.bench_seed,
-            "reval": reval,
-            "reval_first": fresh_seed() % 2 == 1,  # re-validation before or after the timed calls
-            "pool_seed": pool_seed,
-            "l2_bytes": session.l2_bytes,
-        },
-        session.call_timeout * 20 + 60,
-    )
+    msg = {
+        "cmd": "time",
+        "wl": idx,
+        "bench_seed": session.bench_seed,
+        "reval": reval,
+        "reval_first": fresh_seed() % 2 == 1,  # re-validation before or after the timed calls
+        "pool_seed": pool_seed,
+        "l2_bytes": session.l2_bytes,
+    }
+    timeout_s = session.call_timeout * 20 + 60
+    # on a host the parent times each call itself, from outside the worker (hostclock.py)
+    on_host = session.device.type != "cuda"
+    reply = timed_round(ks, msg, timeout_s) if on_host else ks.request(msg, timeout_s)
     if reply is None:
         verdict.fail(*ks.error)
         return None
@@ -168,6 +193,7 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
             )
             return None
     wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
+    wrong = wrong or verify_graph_copies(session, ks, idx, reply, pool_seed)  # graphcheck.py
     wrong = wrong or outside_work(session, ks, helpers_before)  # before any burst (a fork per call is slow)
     if wrong is not None or not ks.alive:
         verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))

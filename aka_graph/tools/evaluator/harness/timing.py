@@ -126,6 +126,11 @@ def timed_seed(pool_seed: int, j: int) -> int:
 HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh inputs)
 
 
+def host_reps(first_call_s: float, budget_s: float = 0.5) -> int:
+    """Timed calls on a host: as many as fit the budget, at least 2, at most HOST_REPS."""
+    return max(2, min(HOST_REPS, int(budget_s / max(first_call_s, 1e-6))))
+
+
 def time_host(
     call: Call,
     n_copies: int,
@@ -137,7 +142,7 @@ def time_host(
     """Host timing (interpreter/CPU; never authoritative): the process's CPU time per call, which the
     parent can check against the worker's CPU time as the kernel accounts it (plausibility.py).
     `prepare(i)` runs untimed before call i, `after(i)` untimed after it."""
-    reps = max(2, min(HOST_REPS, int(budget_s / max(first_call_s, 1e-6))))
+    reps = host_reps(first_call_s, budget_s)
     samples = []
     for i in range(reps):
         if prepare is not None:

@@ -20,6 +20,7 @@ from .bench import Bench, FreshSets, park_large, value_bytes
 from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
 from .guards import Sentinel, output_violations
+from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
@@ -29,8 +30,9 @@ from .opmodel import Operator, OperatorError
 from .phases import process_start
 from .protocol import Channel, ChannelClosed
 from .runner import KernelRunner, ReturnError, digest, same_bits
+from .sharedinputs import open_inputs
 from .shm import Region, sealed
-from .timing import HOST_REPS, timed_seed
+from .timing import HOST_REPS, host_reps, timed_seed
 
 TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
 
@@ -86,6 +88,8 @@ class Worker:
         self.benches: dict[int, Bench] = {}
         self.init_seed = 0
         self.local: dict[int, int] = {}  # the parent's workload index -> the view's
+        self.pending_reval: dict[int, Any] = {}  # host steps: a re-validation drawn to come last
+        self.chan: Any = None
 
     def _operator(self, msg: dict[str, Any]) -> None:
         self.op: Operator = load_operator(self.op_dir)
@@ -173,8 +177,12 @@ class Worker:
         outputs, digests, after, violations, kept, alive = [], [], [], [], [], []
         plan, nbytes = None, 0
         try:
-            for seed, scale, mix in msg["seeds"]:
-                inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
+            shared = msg.get("shared")  # on a host: the parent's own files (sharedinputs.py)
+            for n, (seed, scale, mix) in enumerate(msg["seeds"]):
+                if shared:
+                    inputs = open_inputs(shared[n])
+                else:
+                    inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
                 if plan is None:  # memory.py: earlier seeds and a clone only while they are small and fit
                     nbytes = value_bytes(inputs)
                     out_bytes = output_bytes(runner.out_specs)
@@ -223,6 +231,14 @@ class Worker:
                 reval = self._revalidate(idx, bench, int(seed), float(scale))
             if msg.get("pool_seed") is not None and bench.graph is None:
                 self._fresh_pool(idx, bench, int(msg["pool_seed"]))
+            fresh_copies = 0
+            if msg.get("pool_seed") is not None and bench.graph is not None:
+                fresh_copies = self._fresh_graph_copies(idx, bench, int(msg["pool_seed"]))
+            if msg.get("steps") and self.device.type != "cuda":  # the parent times each call (hostclock.py)
+                self.pending_reval[idx] = reval if reval is not None else msg.get("reval")
+                bench.kept = {}
+                reps = host_reps(bench.first_s)
+                return {"reps": reps, "calls": 1, "notes": list(bench.notes), "violations": []}
             timing = bench.measure()
             reply: dict[str, Any] = {
                 "latency_us": timing.latency_us,
@@ -235,10 +251,65 @@ class Worker:
                 "violations": list(bench.violations),
                 "kept": sorted(getattr(bench, "kept", {})),
                 "pool_size": len(getattr(bench, "pool", [])),
+                "graph_fresh": fresh_copies,
             }
             if msg.get("reval") is not None and reval is None:
                 seed, scale = msg["reval"]
                 reval = self._revalidate(idx, bench, int(seed), float(scale))
+            if reval is not None:
+                reply["violations"] += reval.pop("violations")
+                reply.update(reval)
+            reply["violations"] += _CHECK(self.sentinel)
+            return reply
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def steps(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Host timing driven by the parent, which reads this process's CPU time around each step itself
+        (hostclock.py), over the channel's pipes as 16-byte frames: "prepare" (keep call i-1's outputs,
+        then the untimed perturbation of call i), "noop" (the step's own cost), "call" (call i alone;
+        this process's own reading of it is only cross-checked), "finish" (keep the last outputs, then
+        the closing message: `time_end`)."""
+        try:
+            bench = self.benches[int(msg["wl"])]
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+        rfd, wfd = self.chan.rfd, self.chan.wfd
+        while True:
+            raw = read_exact(rfd, STEP.size, None)
+            if not raw:
+                raise ChannelClosed("the parent closed the step wire")
+            op, i = STEP.unpack(raw)
+            own = 0.0
+            try:
+                if op != NOOP and op != CALL and i > 0 and getattr(bench, "pool", None):
+                    bench.keep(i - 1)
+                if op == FINISH:
+                    return self.time_end(msg)
+                if op == PREPARE:
+                    bench.perturb(i)
+                elif op == CALL:
+                    t0 = time.process_time_ns()
+                    bench.call(i % len(bench.copies))
+                    own = (time.process_time_ns() - t0) / 1e3
+            except BaseException as exc:
+                os.write(wfd, ANSWER.pack(FAILED, 0.0))
+                return {"error": _failure(exc)}
+            os.write(wfd, ANSWER.pack(OK, own))
+
+    def time_end(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """After parent-timed host steps: the re-validation if it was drawn to come last, the checks."""
+        idx = int(msg["wl"])
+        try:
+            bench = self.benches[idx]
+            reply: dict[str, Any] = {
+                "violations": list(bench.violations),
+                "kept": sorted(getattr(bench, "kept", {})),
+                "pool_size": len(getattr(bench, "pool", [])),
+            }
+            reval = self.pending_reval.pop(idx, None)  # done before the steps, or [seed, scale] to do now
+            if isinstance(reval, list | tuple):
+                reval = self._revalidate(idx, bench, int(reval[0]), float(reval[1]))
             if reval is not None:
                 reply["violations"] += reval.pop("violations")
                 reply.update(reval)
@@ -261,9 +332,27 @@ class Worker:
             FreshSets(plan.pool_sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0))
         )
 
+    def _fresh_graph_copies(self, idx: int, bench: Bench, pool_seed: int) -> int:
+        """Fresh values into every rotated copy of a captured graph before it is timed (issue 13, class 1):
+        copy k gets the timed set `timed_seed(pool_seed, k)`, so no copy repeats another (a graph whose
+        calls on copies 1.. only copy copy 0's answer passed re-validation, which writes one set into
+        both copies it checks), and the parent can regenerate any copy's inputs to verify its outputs
+        after the timing (spotcheck.py). One set alive at a time; tensors only (a Python scalar is
+        captured in the graph: it stays the bench's). The number of copies written."""
+        wl = self.op.workloads[idx]
+        for k in range(len(bench.copies)):
+            bench.write_inputs(k, self.factory.make(wl, timed_seed(pool_seed, k), 1.0))
+        self.sync()
+        return len(bench.copies)
+
     def timed_outputs(self, msg: dict[str, Any]) -> dict[str, Any]:
-        """The kept outputs of the timed calls the parent chose after the fact."""
+        """The kept outputs of the timed calls the parent chose after the fact; with "copies", the
+        outputs a timed graph left in those rotated copies."""
         try:
+            if msg.get("copies"):
+                bench = self.benches[int(msg["wl"])]
+                found = [[_sendable(o) for o in bench.outputs_of(int(k))] for k in msg["samples"]]
+                return {"outputs": [[o.clone() if type(o) is torch.Tensor else o for o in c] for c in found]}
             kept = self.benches[int(msg["wl"])].kept
             return {"outputs": [kept.get(int(i)) for i in msg["samples"]]}
         except BaseException as exc:
@@ -310,6 +399,7 @@ class Worker:
             "reval_outputs": sendable(result),
             "reval_more": [sendable(bench.outputs_of(c)) for c in extra],
             "reval_digest": digest(fresh),
+            "reval_copies": [k, *extra],  # these no longer hold the timed values (spotcheck.py)
             "reval_scalars": [None if isinstance(v, torch.Tensor) else v for v in fresh],
             "violations": list(dict.fromkeys(violations)),
         }
@@ -344,6 +434,7 @@ def worker_main(
     dev = torch.device(device)
     try:
         worker = Worker(Path(op_dir), Path(kernel_dir), dev)
+        worker.chan = chan  # host timing's step wire runs over its pipes (hostclock.py)
     except BaseException as exc:
         chan.send({"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"}})
         return 1
@@ -356,6 +447,8 @@ def worker_main(
         "time": worker.time,
         "burst": worker.burst,
         "timed_outputs": worker.timed_outputs,
+        "steps": worker.steps,
+        "time_end": worker.time_end,
         "ping": lambda msg: {},
     }
     while True:
