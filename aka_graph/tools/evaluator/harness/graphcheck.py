@@ -46,15 +46,20 @@ def verify_graph_copies(session: Any, ks: Any, idx: int, reply: dict[str, Any], 
         return None  # the request recorded why the worker was stopped
     if "error" in answer:
         return f"the timed copies' outputs could not be read back: {answer['error']['message'][:300]}"
-    captured = session.reference.inputs(idx, session.bench_seed, 1.0)  # a Python scalar is the capture's
+    # a Python scalar input is the capture's (the bench's own inputs); tensors are dropped at once
+    scalars = [
+        None if hasattr(v, "shape") else v for v in session.reference.inputs(idx, session.bench_seed, 1.0)
+    ]
     for k, got in zip(chosen, answer["outputs"], strict=True):
-        fresh = session.reference.inputs(idx, timed_seed(pool_seed, k), 1.0)
-        inputs = [f if hasattr(f, "shape") else c for f, c in zip(fresh, captured, strict=True)]
-        want, _ = session.reference.outputs(idx, inputs)
-        probe = type(ks.verdicts[idx])()
         if not got:
             return f"timed copy {k}: no outputs"
-        if not session.judge_outputs(probe, list(got), list(want)[: len(got)], idx, f"timed copy {k}"):
+        fresh = session.reference.inputs(idx, timed_seed(pool_seed, k), 1.0)
+        inputs = [f if hasattr(f, "shape") else c for f, c in zip(fresh, scalars, strict=True)]
+        del fresh
+        want = list(session.reference.outputs(idx, inputs)[0])[: len(got)]
+        del inputs  # one copy's inputs alive at a time (large workloads)
+        probe = type(ks.verdicts[idx])()
+        if not session.judge_outputs(probe, list(got), want, idx, f"timed copy {k}"):
             return (
                 f"copy {k} of the {n} rotated copies of the timed CUDA graph (fresh inputs, checked after "
                 f"the timing was reported) is wrong: {probe.message}: the graph skipped or faked work on "
