@@ -91,6 +91,7 @@ def test_the_harness_holds_a_small_multiple_of_one_calls_inputs(tmp_path: Path) 
         f"above one expert: worker +{worker / MIB:.0f} MiB ({worker / W:.1f} W), "
         f"parent +{parent / MIB:.0f} MiB ({parent / W:.1f} W); W = {W / MIB:.0f} MiB"
     )
-    assert small["worker"] > 0 and small["parent"] > 0  # both processes were measured (the worker reaped)
+    # both processes were measured (the worker reaped, not a wrapper of it): each held the inputs once
+    assert small["worker"] > 150 * MIB and worker >= W and parent >= W
     assert worker <= WORKER_BOUND, f"the worker held {worker / W:.1f}x one call's inputs beyond a small call"
     assert parent <= PARENT_BOUND, f"the parent held {parent / W:.1f}x one call's inputs beyond a small call"
