@@ -13,6 +13,7 @@ from pydantic import BaseModel, Field, ValidationError
 
 from aka_graph.target import HIDDEN_OPERATOR_FILES, NATIVE_CODE_FILES, NATIVE_SHAPES_FILE, operator_format
 from aka_graph.tools.evaluator.evaluation_result import DeviceInfo, EvaluationResult, Status, TimingMethod
+from aka_graph.tools.evaluator.reference_cache import JOB_FILE, carry_in, carry_out
 from aka_graph.tools.evaluator.sandbox.gpu import needs_gpu_lock
 from aka_graph.tools.evaluator.sandbox.job import Sandbox, SandboxJob, SandboxResult
 
@@ -71,15 +72,6 @@ def kernel_inputs(kernel: Path) -> dict[str, Path]:
 def _local(sandbox: Sandbox) -> bool:
     """Whether jobs run on this host (an unnamed sandbox is not assumed to: it keeps the GPU lock)."""
     return getattr(sandbox, "name", None) == "local"
-
-
-def cache_env(sandbox: Sandbox) -> dict[str, str]:
-    """Where the harness keeps what does not depend on the candidate (the reference's latency,
-    harness/refcache.py): the host's ~/.cache/aka_graph for a local job, whose HOME is its own
-    discarded directory. The harness uses it only while its workers are jailed and it can write there."""
-    if not _local(sandbox):
-        return {}
-    return {"AKA_CACHE_DIR": str(Path("~/.cache/aka_graph").expanduser())}
 
 
 def _python(sandbox: Sandbox) -> str:
@@ -154,6 +146,8 @@ def evaluate_kernel(
     """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`.
     `blob_root`: where workloads' safetensors paths resolve; `all_workloads`: no CPU subset."""
     blobs = blob_inputs(op_dir, blob_root, shape_ids)
+    op_files = operator_inputs(op_dir)
+    carried, carry_env = carry_in(op_files)  # the reference's cached latencies (reference_cache.py)
     argv = [
         _python(sandbox),
         "-m",
@@ -167,10 +161,10 @@ def evaluate_kernel(
     ]
     job = SandboxJob(
         argv=argv,
-        inputs={"harness": HARNESS_DIR, **operator_inputs(op_dir), **kernel_inputs(kernel_dir), **blobs},
-        sync_back=["result.json"],
+        inputs={"harness": HARNESS_DIR, **op_files, **kernel_inputs(kernel_dir), **blobs, **carried},
+        sync_back=["result.json", JOB_FILE],
         timeout_s=timeout_s,
-        env={"PYTHONPATH": ".", **cache_env(sandbox)},
+        env={"PYTHONPATH": ".", **carry_env},
         gpu_index=gpu_index,
         exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="evaluate",
@@ -181,6 +175,8 @@ def evaluate_kernel(
     data = _read_json(result, "result.json")
     if data is None:
         return infra_error("the harness wrote no readable result.json: " + _diagnose(result))
+    if data.get("status") != "INFRA_ERROR":
+        carry_out(result.synced.get(JOB_FILE), op_files)
     try:
         return EvaluationResult.model_validate(data)
     except ValidationError as exc:
@@ -206,7 +202,9 @@ def compare_kernels(
 ) -> ComparisonResult:
     """All kernels measured interleaved (`pattern`, `repeats` times) in one job on one GPU allocation."""
     blobs = blob_inputs(op_dir, blob_root, shape_ids)
-    inputs: dict[str, Path] = {"harness": HARNESS_DIR, **operator_inputs(op_dir), **blobs}
+    op_files = operator_inputs(op_dir)
+    carried, carry_env = carry_in(op_files)  # the reference's cached latencies (reference_cache.py)
+    inputs: dict[str, Path] = {"harness": HARNESS_DIR, **op_files, **blobs}
     argv = [
         _python(sandbox),
         "-m",
@@ -226,10 +224,10 @@ def compare_kernels(
         argv += ["--kernel-dir", f"{label}={dest}"]
     job = SandboxJob(
         argv=argv,
-        inputs=inputs,
-        sync_back=["compare.json"],
+        inputs={**inputs, **carried},
+        sync_back=["compare.json", JOB_FILE],
         timeout_s=timeout_s,
-        env={"PYTHONPATH": ".", **cache_env(sandbox)},
+        env={"PYTHONPATH": ".", **carry_env},
         gpu_index=gpu_index,
         exclusive_gpu=needs_gpu_lock(device, local=_local(sandbox)),
         label="compare",
@@ -248,6 +246,7 @@ def compare_kernels(
         return failed("the harness wrote no readable compare.json: " + _diagnose(result))
     if "kernels" not in data:  # the harness failed before measuring: it wrote an evaluation-shaped error
         return failed(str(data.get("message") or "harness failure"))
+    carry_out(result.synced.get(JOB_FILE), op_files)
     try:
         return ComparisonResult.model_validate(data)
     except ValidationError as exc:

@@ -86,9 +86,9 @@ def test_the_job_uploads_harness_operator_and_kernel_and_asks_for_an_exclusive_g
     assert job.argv[job.argv.index("--seeds") :][:2] == ["--seeds", "4"] and BATCH1 in job.argv
     assert job.inputs["harness"].name == "harness" and job.inputs["kernel/kernel.py"] == kernel
     assert set(job.inputs) >= {"op/definition.json", "op/workload.jsonl"}
-    assert job.exclusive_gpu and job.gpu_index == 2 and job.sync_back == ["result.json"]
-    # a local job is also told the host's cache directory (the reference-timing cache, refcache.py)
-    assert job.env == {"PYTHONPATH": ".", "AKA_CACHE_DIR": str(Path("~/.cache/aka_graph").expanduser())}
+    assert job.exclusive_gpu and job.gpu_index == 2 and job.sync_back == ["result.json", "refcache.json"]
+    # the reference's cached latencies are carried in and out (reference_cache.py)
+    assert job.env == {"PYTHONPATH": ".", "AKA_REFCACHE_FILE": "refcache.json"}
     evaluate_kernel(box, SOL_FIXTURES / "rmsnorm", kernel, tmp_path / "out", device="cpu")
     assert not box.jobs[1].exclusive_gpu  # interpreter timing is never authoritative: no GPU lock to wait for
 

@@ -118,8 +118,10 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     workers: dict[str, Any] = {}
     if args.op_dir.is_dir():  # start the workers first: their start-up overlaps the parent's
+        from .refcache import preload
         from .worker_proc import WorkerProcess, become_subreaper
 
+        preload()  # the carried reference-timing entries, read before any worker exists
         become_subreaper()
         blobs = args.blob_root.resolve() if args.blob_root else None  # covered in the jail, as the op dir
         workers = {label: WorkerProcess(args.op_dir, p, args.device, blobs) for label, p in kernels.items()}

@@ -14,6 +14,7 @@ from .hostclock import timed_round
 from .isolate import sandbox_isolation, unavailable
 from .phases import startup_timeline, transfer_summary
 from .plausibility import check_worker
+from .refcache import flush as flush_reference_cache
 from .refcache import reference_timings
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
@@ -370,6 +371,7 @@ def run(
             phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
         stop_workers(states)
+        flush_reference_cache(ref_cache.get("used") is True)  # only now: no worker is left to write it
     phases["total"] = time.perf_counter() - t0
     results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
     for res in results.values():

@@ -10,6 +10,14 @@ while every worker of the evaluation is jailed (isolate.py: read-only file syste
 directory); an unjailed candidate could write the directory, so the reference is measured then. The
 result says which latencies came from the cache (`reference_timing_cache`). The reference latency is a
 display and speed-up denominator, never a verdict.
+
+In a sandbox job the host's directory is out of reach, so the coordinator carries the operator's entries
+in and out (evaluation.py): `AKA_REFCACHE_FILE` names a file in the job that the parent reads before any
+worker exists (`preload`, from the command line) and rewrites after every worker is dead (`flush`), so
+nothing a candidate writes there is read. There the cache is used while the workers are jailed or the
+job itself is isolated (bwrap/unshare: the candidate cannot reach the coordinator's store).
+
+Standard library at import time (the command line preloads before it imports torch).
 """
 
 from __future__ import annotations
@@ -22,13 +30,16 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import torch
+from .isolate import sandbox_isolation
 
-from .timing import Timing
+if TYPE_CHECKING:
+    from .timing import Timing
 
 METHODS = ("cuda_graph", "cuda_event", "host_interpreter")
+CARRY_VAR = "AKA_REFCACHE_FILE"
+_CARRIED: dict[str, Any] = {}  # the carried file's entries, read before any worker was spawned
 MAX_FILE_BYTES = 64 << 20  # larger operator files are hashed by name and size only
 
 
@@ -50,16 +61,24 @@ def harness_version() -> str:
 
 def operator_digest(op_dir: Path) -> str:
     """The operator's files (definition, workloads, reference and input sources) as one digest."""
+    files = {p.relative_to(op_dir).as_posix(): p for p in Path(op_dir).rglob("*") if p.is_file()}
+    return files_digest({rel: p for rel, p in files.items() if "__pycache__" not in rel.split("/")})
+
+
+def files_digest(files: dict[str, Path]) -> str:
+    """{relative name: path} as one digest (the coordinator's view of the files it stages is the same)."""
     h = hashlib.sha256()
-    for path in sorted(p for p in Path(op_dir).rglob("*") if p.is_file() and "__pycache__" not in p.parts):
-        size = path.stat().st_size
-        h.update(path.relative_to(op_dir).as_posix().encode() + b"\0" + str(size).encode() + b"\0")
+    for rel in sorted(files):
+        size = files[rel].stat().st_size
+        h.update(rel.encode() + b"\0" + str(size).encode() + b"\0")
         if size <= MAX_FILE_BYTES:
-            h.update(path.read_bytes())
+            h.update(files[rel].read_bytes())
     return h.hexdigest()
 
 
 def entry_key(op_digest: str, workload: str, device: dict[str, Any], settings: dict[str, Any]) -> str:
+    import torch
+
     fields = {
         "operator": op_digest,
         "workload": workload,
@@ -78,7 +97,9 @@ def _finite(x: Any) -> bool:
 
 
 def _timing(data: Any) -> Timing | None:
-    """A cached entry as a Timing, or None when it is not exactly what this module writes."""
+    """A cached entry as a timing.Timing, or None when it is not exactly what this module writes."""
+    from .timing import Timing
+
     if not isinstance(data, dict):
         return None
     lat, spread, samples = data.get("latency_us"), data.get("spread_pct"), data.get("samples_us")
@@ -97,11 +118,19 @@ def _timing(data: Any) -> Timing | None:
 class ReferenceTimingCache:
     """Look-ups and stores for one evaluation; `enabled` False (with `reason`) measures every time."""
 
-    def __init__(self, directory: Path | None = None, enabled: bool = True, reason: str = "") -> None:
+    def __init__(
+        self,
+        directory: Path | None = None,
+        enabled: bool = True,
+        reason: str = "",
+        carried: dict[str, Any] | None = None,
+    ) -> None:
+        """`carried`: entries carried in by the coordinator (a dict this object reads and adds to)
+        instead of a directory."""
         self.directory = directory or cache_dir()
-        self.enabled, self.reason = enabled, reason
+        self.enabled, self.reason, self.carried = enabled, reason, carried
         self.hits: list[str] = []  # workload ids whose reference latency came from the cache
-        if self.enabled:
+        if self.enabled and self.carried is None:
             try:
                 self.directory.mkdir(parents=True, exist_ok=True, mode=0o700)
             except OSError as exc:
@@ -110,10 +139,13 @@ class ReferenceTimingCache:
     def get(self, key: str, workload_id: str) -> Timing | None:
         if not self.enabled:
             return None
-        try:
-            data = json.loads((self.directory / f"{key}.json").read_text())
-        except (OSError, ValueError):
-            return None
+        if self.carried is not None:
+            data = {"key": key, "timing": self.carried.get(key)}
+        else:
+            try:
+                data = json.loads((self.directory / f"{key}.json").read_text())
+            except (OSError, ValueError):
+                return None
         timing = _timing(data.get("timing")) if isinstance(data, dict) and data.get("key") == key else None
         if timing is not None:
             self.hits.append(workload_id)
@@ -135,6 +167,9 @@ class ReferenceTimingCache:
         }
         if _timing(entry["timing"]) is None:  # NaN or an unknown method: never stored
             return
+        if self.carried is not None:
+            self.carried[key] = entry["timing"]
+            return
         with contextlib.suppress(OSError):
             fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".tmp_", suffix=".json")
             with os.fdopen(fd, "w") as f:
@@ -145,7 +180,8 @@ class ReferenceTimingCache:
         """What the result JSON says about the cache."""
         if not self.enabled:
             return {"used": False, "reason": self.reason, "cached_workloads": []}
-        return {"used": True, "directory": str(self.directory), "cached_workloads": list(self.hits)}
+        where = "carried by the coordinator" if self.carried is not None else str(self.directory)
+        return {"used": True, "directory": where, "cached_workloads": list(self.hits)}
 
 
 def jailed(states: list[Any]) -> bool:
@@ -153,11 +189,51 @@ def jailed(states: list[Any]) -> bool:
     return all(ks.worker is None or ks.worker.isolation == "namespace" for ks in states)
 
 
+def preload() -> None:
+    """Read the carried file (if any) before any worker is spawned, then remove it: what is there at the
+    end is only what `flush` wrote."""
+    path = os.environ.get(CARRY_VAR)
+    if not path:
+        return
+    _CARRIED.clear()
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        data = {}
+    with contextlib.suppress(OSError):
+        Path(path).unlink(missing_ok=True)
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if isinstance(entries, dict):
+        _CARRIED.update({k: v for k, v in entries.items() if isinstance(k, str) and _timing(v) is not None})
+    _CARRIED["__loaded__"] = True
+
+
+def flush(safe: bool) -> None:
+    """Write the carried entries back (after every worker is dead); none when the run was not safe."""
+    path = os.environ.get(CARRY_VAR)
+    if not path:
+        return
+    entries = {k: v for k, v in _CARRIED.items() if k != "__loaded__"} if safe else {}
+    with contextlib.suppress(OSError):
+        Path(path).unlink(missing_ok=True)  # whatever a candidate may have put there
+        tmp = Path(path).with_name(f".{Path(path).name}.tmp")
+        tmp.write_text(json.dumps({"entries": entries}))
+        os.replace(tmp, path)
+
+
+def _carried() -> dict[str, Any] | None:
+    return _CARRIED if os.environ.get(CARRY_VAR) and _CARRIED.get("__loaded__") else None
+
+
 def reference_timings(session: Any, states: list[Any], max_copies: int) -> tuple[dict[int, Any], dict]:
     """The reference's latency per workload index, from the cache where it holds it, else measured (and
     stored); an untimeable reference leaves the entry None, never a failure."""
+    carried = _carried()
+    safe = jailed(states) or (carried is not None and sandbox_isolation() is not None)
     cache = ReferenceTimingCache(
-        enabled=jailed(states), reason="a worker ran without the namespace jail and could write the cache"
+        enabled=safe,
+        reason="a worker ran without the namespace jail and could write the cache",
+        carried=carried,
     )
     settings = {"l2_bytes": session.l2_bytes, "max_copies": max_copies}
     op_digest = operator_digest(session.op.directory) if cache.enabled else ""
