@@ -6,11 +6,13 @@ Rows (one table, raw result JSON under --out):
              start, with a fresh cache (it builds its C helper, as every worker's fresh cache does) and a
              warm one: the difference is what a pre-built helper would save each evaluation
   cold k     `python -m aka_graph evaluate OP KERNEL --json`, k fresh processes (the user's command: its
-             sandbox job, the harness's two processes); wall vs the harness's own total
+             sandbox job, the harness's two processes); wall vs the harness's own total. The reference-
+             timing store starts empty: run 1 measures the reference, later runs take it from the cache
   harness k  the harness as a job runs it (`python -m harness evaluate` in a fresh job directory) with a
              fresh reference-timing cache for k=1, the same cache afterwards (refcache.py)
-  campaign   three different candidates in a row, as a campaign evaluates them: a fresh harness process
-             each (fresh worker, fresh Triton/inductor caches, fresh seeds), the reference-timing cache warm
+  campaign   three different candidates in a row, as a campaign evaluates them (`aka_graph evaluate`, or
+             the harness with --skip-cli): a fresh process each (fresh worker, fresh Triton/inductor
+             caches, fresh seeds), the reference-timing cache warm from the cold runs
 For each run: status, wall, the harness's phases_s, where start-up went (timeline_s: when the worker had
 torch, CUDA, Triton and was ready; when the parent had its CUDA context, reference and contract probe;
 when the candidate was loaded), whether the reference latency came from the cache and how many MB of
@@ -83,10 +85,12 @@ def floor(device: str) -> list[tuple[str, float]]:
     return out
 
 
-def cli_run(kernel: Path, device: str, extra: list[str]) -> dict[str, Any]:
-    """`python -m aka_graph evaluate OP KERNEL --json` (its own sandbox job, as the user runs it)."""
+def cli_run(kernel: Path, device: str, cache: Path, extra: list[str]) -> dict[str, Any]:
+    """`python -m aka_graph evaluate OP KERNEL --json` (its own sandbox job, as the user runs it and as a
+    campaign evaluates each candidate), the coordinator's reference-timing store in `cache`."""
     argv = [sys.executable, "-m", "aka_graph", "evaluate", str(OP), str(kernel), "--json", "--device", device]
-    seconds, rc, out = wall([*argv, *extra], cwd=REPO)
+    env = {**os.environ, "AKA_CACHE_DIR": str(cache)}
+    seconds, rc, out = wall([*argv, *extra], env=env, cwd=REPO)
     try:
         res = json.loads(out[: out.rindex("}") + 1][out.index("{") :])
     except ValueError:
@@ -183,15 +187,20 @@ def main() -> int:
         print(timeline(res))
 
     kernel = CANDIDATES / args.kernel
-    if not args.skip_cli:
-        for k in range(args.cold):
-            record(f"cold {k + 1} (aka_graph)", cli_run(kernel, device, args.extra))
     with tempfile.TemporaryDirectory(prefix="aka_speed_cache_") as cache_dir:
-        cache = Path(cache_dir)
+        cache = Path(cache_dir)  # empty for the first run of each kind: its reference is measured
+        if not args.skip_cli:
+            for k in range(args.cold):
+                record(f"cold {k + 1} (aka_graph)", cli_run(kernel, device, cache / "cli", args.extra))
+            for name in args.campaign:
+                res = cli_run(CANDIDATES / name, device, cache / "cli", args.extra)
+                record(f"campaign {name}"[:22], res)
         for k in range(args.cold):
-            record(f"harness {k + 1}", harness_run(kernel, device, cache, args.extra))
-        for name in args.campaign:
-            record(f"campaign {name}"[:22], harness_run(CANDIDATES / name, device, cache, args.extra))
+            record(f"harness {k + 1}", harness_run(kernel, device, cache / "harness", args.extra))
+        if args.skip_cli:
+            for name in args.campaign:
+                res = harness_run(CANDIDATES / name, device, cache / "harness", args.extra)
+                record(f"campaign {name}"[:22], res)
     walls = [r["_wall_s"] for label, r in runs if label.startswith("campaign")]
     if walls:
         print(f"campaign: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s per candidate")

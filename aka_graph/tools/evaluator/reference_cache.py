@@ -16,7 +16,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from aka_graph.tools.evaluator.harness.refcache import CARRY_VAR, _timing, files_digest
+from aka_graph.tools.evaluator.harness.refcache import CARRY_VAR, files_digest, valid_entry
 
 JOB_FILE = "refcache.json"
 
@@ -48,7 +48,7 @@ def carry_out(synced: Path | None, op_inputs: dict[str, Path], store: Path | Non
         return 0
     if not isinstance(entries, dict):
         return 0
-    good = {k: v for k, v in entries.items() if isinstance(k, str) and len(k) == 64 and _timing(v)}
+    good = {k: v for k, v in entries.items() if isinstance(k, str) and len(k) == 64 and valid_entry(v)}
     directory = store or store_dir()
     path = directory / f"{operator_key(op_inputs)}.json"
     try:

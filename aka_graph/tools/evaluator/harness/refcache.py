@@ -96,23 +96,40 @@ def _finite(x: Any) -> bool:
     return type(x) in (int, float) and math.isfinite(x)
 
 
-def _timing(data: Any) -> Timing | None:
-    """A cached entry as a timing.Timing, or None when it is not exactly what this module writes."""
-    from .timing import Timing
-
+def valid_entry(data: Any) -> bool:
+    """Whether `data` is exactly what this module writes (standard library only: the command line checks
+    carried entries before it imports torch, so that the workers are spawned at once)."""
     if not isinstance(data, dict):
-        return None
+        return False
     lat, spread, samples = data.get("latency_us"), data.get("spread_pct"), data.get("samples_us")
     kpc, notes, method = data.get("kernels_per_call"), data.get("notes"), data.get("method")
-    if not (_finite(lat) and lat > 0 and _finite(spread) and method in METHODS):
+    return (
+        _finite(lat)
+        and lat > 0
+        and _finite(spread)
+        and method in METHODS
+        and isinstance(samples, list)
+        and all(_finite(s) for s in samples)
+        and (kpc is None or _finite(kpc))
+        and isinstance(notes, list)
+        and all(isinstance(n, str) for n in notes)
+    )
+
+
+def _timing(data: Any) -> Timing | None:
+    """A cached entry as a timing.Timing, or None when it is not a valid entry."""
+    if not valid_entry(data):
         return None
-    if not isinstance(samples, list) or not all(_finite(s) for s in samples):
-        return None
-    if kpc is not None and not _finite(kpc):
-        return None
-    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
-        return None
-    return Timing(float(lat), float(spread), [float(s) for s in samples], method, kpc, list(notes))
+    from .timing import Timing  # torch: only once the workers run
+
+    return Timing(
+        float(data["latency_us"]),
+        float(data["spread_pct"]),
+        [float(s) for s in data["samples_us"]],
+        data["method"],
+        data["kernels_per_call"],
+        list(data["notes"]),
+    )
 
 
 class ReferenceTimingCache:
@@ -165,7 +182,7 @@ class ReferenceTimingCache:
                 "notes": list(timing.notes),
             },
         }
-        if _timing(entry["timing"]) is None:  # NaN or an unknown method: never stored
+        if not valid_entry(entry["timing"]):  # NaN or an unknown method: never stored
             return
         if self.carried is not None:
             self.carried[key] = entry["timing"]
@@ -204,7 +221,7 @@ def preload() -> None:
         Path(path).unlink(missing_ok=True)
     entries = data.get("entries") if isinstance(data, dict) else None
     if isinstance(entries, dict):
-        _CARRIED.update({k: v for k, v in entries.items() if isinstance(k, str) and _timing(v) is not None})
+        _CARRIED.update({k: v for k, v in entries.items() if isinstance(k, str) and valid_entry(v)})
     _CARRIED["__loaded__"] = True
 
 

@@ -157,3 +157,20 @@ def test_an_unjailed_worker_turns_the_cache_off(tmp_path: Path) -> None:
     assert res["status"] == "PASS" and res["reference_timing_cache"]["used"] is False
     assert "jail" in res["reference_timing_cache"]["reason"]
     assert not (tmp_path / "cache" / "reference_timing").exists()
+
+
+def test_preloading_carried_entries_does_not_import_torch(tmp_path: Path) -> None:
+    """The command line preloads before it spawns the workers: importing torch there (~seconds) would
+    delay every worker's start-up by as much (seen: workers spawned 7 s late once entries existed)."""
+    carried = tmp_path / "refcache.json"
+    entry = {"latency_us": 1.0, "spread_pct": 0.0, "samples_us": [1.0], "method": "cuda_graph"}
+    carried.write_text(json.dumps({"entries": {"k" * 64: {**entry, "kernels_per_call": None, "notes": []}}}))
+    code = (
+        "import sys; from harness import refcache; refcache.preload(); "
+        "print(len(refcache._CARRIED), 'torch' in sys.modules)"
+    )
+    env = {**os.environ, refcache.CARRY_VAR: str(carried)}
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=HARNESS_PARENT, env=env, capture_output=True, text=True, timeout=120
+    )
+    assert proc.stdout.split() == ["2", "False"], proc.stderr[-2000:]  # the entry and the loaded mark
