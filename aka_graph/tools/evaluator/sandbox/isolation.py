@@ -142,4 +142,5 @@ def unshare_argv(job_dir: str, argv: Iterable[str], unshare: str = "unshare") ->
     system read-only but the job directory. The environment is the caller's (exactly the job's)."""
     from aka_graph.tools.evaluator.harness.isolate import JAIL, OUTER
 
-    return [unshare, *OUTER, "sh", "-c", JAIL, "jail", job_dir, *argv]
+    # JAIL's second argument lists directories to cover; the job hides nothing beyond the read-only view
+    return [unshare, *OUTER, "sh", "-c", JAIL, "jail", job_dir, "", *argv]
