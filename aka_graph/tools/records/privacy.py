@@ -171,7 +171,17 @@ def mask_evaluation(result: EvaluationResult, ids: OpaqueIds) -> EvaluationResul
     or shape-revealing); the summary numbers (objective, geomeans) stay."""
     workloads = sorted((mask_workload(w, ids) for w in result.workloads), key=lambda w: w.id)
     message = _withheld(result.status) if result.message else ""
-    return result.model_copy(update={"workloads": workloads, "message": message})
+    cache = result.reference_timing_cache  # which workloads' reference times were cached: by opaque id
+    cached = sorted(ids.opaque(str(w)) for w in cache.get("cached_workloads", []))
+    masked_cache = {"used": cache["used"], "cached_workloads": cached} if "used" in cache else {}
+    return result.model_copy(
+        update={
+            "workloads": workloads,
+            "message": message,
+            "reference_timing_cache": masked_cache,  # no free text (its reason, its directory)
+            "output_transfer": {},  # output bytes are a function of the shapes
+        }
+    )
 
 
 def mask_comparison(result: Any, ids: OpaqueIds) -> Any:
@@ -193,7 +203,10 @@ class LeakScanner:
         # an id the public files state (a command task's case named like a word of its tree) is no evidence
         self.id_patterns = {sid: _bounded(sid) for sid in shapes.ids if not _bounded(sid).search(public_text)}
         values = shapes.distinctive_values(public_text)
-        self.value_patterns = {v: re.compile(rf"(?<![\w.]){v}(?![\w]|\.\d)") for v in sorted(values)}
+        # a value of its own: not part of a longer number (digits, decimals, or a report's 613,455.66)
+        self.value_patterns = {
+            v: re.compile(rf"(?<![\w.]){v}(?![\w]|\.\d|(?:,\d{{3}})+\.\d)") for v in sorted(values)
+        }
         self.value_owner = {
             v: sorted(ids.opaque(sid) for sid, vs in shapes.values.items() if v in vs) for v in values
         }

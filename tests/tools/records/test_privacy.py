@@ -65,6 +65,14 @@ def test_masked_evaluations_carry_no_id_no_shape_numbers_and_no_job_text(tmp_pat
     assert all(w.bytes_moved is None and w.sol_bound_us is None for w in masked.workloads)
     assert masked.status == "INCORRECT" and "withheld" in masked.message
     assert next(w for w in masked.workloads if w.status == "PASS").latency_us == 12.5
+    cached = result.model_copy(update={
+        "reference_timing_cache": {"used": True, "directory": "/c/t211", "cached_workloads": ["t211_h1237"]},
+        "output_transfer": {"bytes": 211 * 1237 * 4},
+    })
+    text = mask_evaluation(cached, ids).model_dump_json()
+    assert "t211" not in text and str(211 * 1237 * 4) not in text
+    assert mask_evaluation(cached, ids).reference_timing_cache == {
+        "used": True, "cached_workloads": [ids.opaque("t211_h1237")]}
 
 
 def test_the_scanner_finds_ids_and_rare_values_but_not_common_numbers_or_counters(tmp_path: Path) -> None:
@@ -81,6 +89,10 @@ def test_the_scanner_finds_ids_and_rare_values_but_not_common_numbers_or_counter
     assert "389" not in " ".join(findings) and "t389" not in " ".join(findings)  # findings leak nothing
     public = LeakScanner(shapes, ids, public_text="development case: tokens 389")
     assert public.scan("rows = 389", "x") == []  # a number the public problem states is no leak
+    assert scanner.scan("| 1 | PASS | 389,455.66 | 1,211.50 |", "report.md") == []  # a report's latencies
+    assert scanner.scan("shapes [389,4096]", "x") != []
+    assert scanner.scan("t211_h1237 special-cased", "x") != []
+    assert LeakScanner(shapes, ids, public_text="see t211_h1237").scan("t211_h1237", "x") == []
 
 
 def test_the_audit_reads_every_git_object_even_unreachable_ones(tmp_path: Path) -> None:
