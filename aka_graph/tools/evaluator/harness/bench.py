@@ -100,6 +100,21 @@ class FreshSets:
 FLIP_CHUNKS = 64  # an input perturbed in place flips the signs of about half of this many chunks
 
 
+def poison_in_place_(t: torch.Tensor) -> None:
+    """`random_poison_` that also takes an inference tensor: an output a candidate (or a reference
+    decorated with @torch.inference_mode) created under inference mode accepts in-place writes only
+    inside inference mode ("Inplace update to inference tensor outside InferenceMode", seen on the H200
+    when re-validation poisoned a captured graph's returned outputs)."""
+    with torch.inference_mode(t.is_inference()):
+        random_poison_(t)
+
+
+def _copy_into_(dst: torch.Tensor, src: torch.Tensor) -> None:
+    """dst.copy_(src), inside inference mode when `dst` is an inference tensor (see poison_in_place_)."""
+    with torch.inference_mode(dst.is_inference()):
+        dst.copy_(src)
+
+
 def _flip_signs_(base: torch.Tensor, i: int) -> None:
     """Exact, reversible, memory-free perturbation (no pristine copy fits): the sign bit of every element
     of a different half of `base`'s chunks on each call i (values stay the same magnitudes: valid
@@ -161,10 +176,13 @@ class Bench:
         l2_bytes: int,
         max_copies: int = MAX_COPIES,
         regenerate: Callable[[], list[Any]] | None = None,
+        mutated: list[int] | None = None,
     ) -> None:
-        """`regenerate`: draws `first` again (from its seed), so a parked bench keeps nothing at all."""
+        """`regenerate`: draws `first` again (from its seed), so a parked bench keeps nothing at all.
+        `mutated`: the inputs the operator updates in place (results too, for `no_work`)."""
         self.runner, self.device, self.l2_bytes, self.max_copies = runner, device, l2_bytes, max_copies
         self.regenerate = regenerate
+        self.mutated = [int(i) for i in mutated or []]
         self.nbytes = value_bytes(first) + output_bytes(runner.out_specs)
         self.violations: list[str] = []
         self.parked: list[Any] | None = None
@@ -222,9 +240,19 @@ class Bench:
             return
         self.graph = graph
         self.calls_per_sample = calls
-        problem = judge_capture(graph.kernel_nodes, calls)
+        no_work = self.no_work()
+        if no_work and not graph.kernel_nodes:
+            self.notes.append("every result is empty: the call has no work (its capture launches nothing)")
+        problem = judge_capture(graph.kernel_nodes, calls, no_work)
         if problem and problem not in self.violations:
             self.violations.append(problem)
+
+    def no_work(self) -> bool:
+        """Every result of a call has zero elements: its outputs (as allocated, or as the capture returned
+        them) and the inputs the operator updates in place. An honest call then launches nothing."""
+        produced = self.outs[0] if self.runner.dps else (self.graph.outputs.get(0) if self.graph else None)
+        results = [*(produced or []), *(self.copies[0][i] for i in self.mutated if i < len(self.copies[0]))]
+        return bool(produced) and all(type(r) is torch.Tensor and r.numel() == 0 for r in results)
 
     def _keep_pristine(self, in_bytes: int, out_bytes: int, copies: int) -> None:
         """Pristine copies of the inputs for eager timing's perturbation, where the memory plan has room;
@@ -337,7 +365,7 @@ class Bench:
                 dst, src = writable(buf), writable(val) if val.shape == buf.shape else val
                 if packed(dst):
                     dst, src = dst.view(torch.uint8), src.view(torch.uint8)
-                dst.copy_(src)
+                _copy_into_(dst, src)
 
     def measure(self) -> Timing:
         self._ensure()
@@ -390,7 +418,7 @@ class Bench:
         inputs = {v.untyped_storage().data_ptr() for v in self.copies[k] if isinstance(v, torch.Tensor)}
         for t in targets or []:
             if type(t) is torch.Tensor and t.untyped_storage().data_ptr() not in inputs:
-                random_poison_(writable(t))
+                poison_in_place_(writable(t))
 
     def outputs_of(self, k: int) -> list[Any]:
         """Copy k's outputs as the last call or replay left them."""

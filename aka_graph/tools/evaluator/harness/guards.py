@@ -11,6 +11,7 @@ import os
 import sys
 import threading
 import time
+import types
 from typing import Any
 
 import torch
@@ -120,6 +121,77 @@ def _lookup(owner: Any, attr: str) -> Any:
     return getattr(owner, attr, None)
 
 
+_TORCH_DIR = os.path.realpath(os.path.dirname(torch.__file__)) + os.sep
+# attributes through which torch's own wrappers reach the function they wrap (functools.wraps, and the
+# per-function cache of torch._compile._disable_dynamo's wrapper)
+_WRAPPER_LINKS = ("__wrapped__", "__dynamo_disable", "_torchdynamo_orig_callable")
+_PLAIN = (bool, int, float, str, bytes, type(None))
+
+
+def _torch_code(fn: Any) -> bool:
+    """A plain Python function whose code lives in torch's own installation."""
+    code = getattr(fn, "__code__", None)
+    return (
+        isinstance(fn, types.FunctionType)
+        and isinstance(code, types.CodeType)
+        and os.path.realpath(code.co_filename).startswith(_TORCH_DIR)
+    )
+
+
+def torch_wrapper_of(now: Any, original: Any, limit: int = 32) -> bool:
+    """Whether `now`, which replaced `original`, is only torch's own wrapping of it: `import torch._dynamo`
+    (pulled in by torch.compile, custom ops, triton_op) replaces torch.manual_seed with
+    torch._disable_dynamo(torch.manual_seed), which the identity check read as a patch (a false alarm).
+
+    Everything reachable from `now` through closures and wrapper links must be `original` itself, a
+    function whose code lies in torch's installation, a plain value or a torch-defined object, and the
+    chain must reach `original`. A candidate's own function anywhere in it (a wrapper of its own, or its
+    function wrapped by torch's helper, or planted in the wrapper's cache attribute) fails."""
+    if not _torch_code(now):
+        return False
+    todo, seen, reached = [now], set(), False
+    while todo:
+        item = todo.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if len(seen) > limit:
+            return False
+        if item is original:
+            reached = True
+        elif isinstance(item, _PLAIN):
+            continue
+        elif _torch_code(item):
+            todo += [c.cell_contents for c in item.__closure__ or () if _filled(c)]
+        elif isinstance(item, types.FunctionType) or not type(item).__module__.startswith("torch"):
+            return False  # a function (or object) of anybody else's
+        todo += [getattr(item, link) for link in _WRAPPER_LINKS if hasattr(item, link)]
+    return reached
+
+
+def _filled(cell: Any) -> bool:
+    try:
+        cell.cell_contents  # noqa: B018  (an empty cell raises)
+    except ValueError:
+        return False
+    return True
+
+
+def active_modes() -> list[str]:
+    """The torch function and dispatch modes active now: a mode sees every torch call made under it, the
+    harness's own included (a candidate that entered one at import moved its work into the harness's
+    untimed reads). The harness itself has none active in the worker where it looks."""
+    found = [
+        f"torch function mode {type(torch._C._get_function_stack_at(i)).__name__}"
+        for i in range(torch._C._len_torch_function_stack())
+    ]
+    found += [
+        f"torch dispatch mode {type(torch._C._get_dispatch_stack_at(i)).__name__}"
+        for i in range(torch._C._len_torch_dispatch_stack())
+    ]
+    return found
+
+
 class Sentinel:
     """Remembers the identity of every watched function (and the harness's own) before the import."""
 
@@ -150,7 +222,8 @@ class Sentinel:
     def violations(self) -> list[str]:
         found = []
         for name, owner, attr in _watched():
-            if _lookup(owner, attr) is not self.before[name]:
+            now = _lookup(owner, attr)
+            if now is not self.before[name] and not torch_wrapper_of(now, self.before[name]):
                 found.append(f"{name} was replaced (monkey-patched timer/sync/harness function)")
         for (mod_name, key), value in self.harness.items():
             module = sys.modules.get(mod_name)
@@ -170,6 +243,9 @@ class Sentinel:
         extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if extra:
             found.append(f"threads left running: {', '.join(t.name for t in extra)}")
+        modes = active_modes()
+        if modes:
+            found.append(f"{', '.join(modes)} left active (it sees every torch call the harness makes)")
         return found
 
 

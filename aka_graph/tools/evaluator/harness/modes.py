@@ -21,6 +21,7 @@ from .session import KernelState, Session, Settings, fresh_seed
 from .sharedinputs import Placed, place_seeds, read_back_digests
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import outside_work, verify_timed_calls
+from .timing import summary_mismatch
 from .trusted import REFERENCE_MAX_COPIES, contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
@@ -200,6 +201,11 @@ def _time_round(session: Session, ks: KernelState, idx: int) -> float | None:
         verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))
         return None
     latency = float(reply["latency_us"])
+    # summarized again here: the worker's `statistics` is the candidate's too (a patched median)
+    tampered = summary_mismatch(reply.get("samples_us") or [], latency, float(reply["spread_pct"]))
+    if tampered is not None:
+        verdict.fail("REWARD_HACK", "during timing: " + tampered)
+        return None
     on_gpu = session.device.type == "cuda"
     calls = max(1, int(reply.get("calls") or 1))
     prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls

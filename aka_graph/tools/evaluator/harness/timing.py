@@ -42,6 +42,23 @@ def summarize(samples_us: list[float]) -> tuple[float, float]:
     return med, (q[2] - q[0]) / med * 100 if med > 0 else 0.0
 
 
+def summary_mismatch(samples_us: list[float], latency_us: float, spread_pct: float) -> str | None:
+    """The parent's own summary of the samples the worker reports, against the worker's: the worker
+    summarizes with `statistics`, which the candidate shares (a patched median reported a fifth of the
+    real one). None when they agree."""
+    if not samples_us or not all(isinstance(s, int | float) and math.isfinite(s) for s in samples_us):
+        return "the worker reported no usable timing samples"
+    med, spread = summarize([float(s) for s in samples_us])
+    if not math.isclose(latency_us, med, rel_tol=1e-9, abs_tol=1e-12) or not math.isclose(
+        spread_pct, spread, rel_tol=1e-9, abs_tol=1e-9
+    ):
+        return (
+            f"the worker reported a latency of {latency_us:.6g} us (spread {spread_pct:.3g}%), but its own "
+            f"{len(samples_us)} samples give {med:.6g} us ({spread:.3g}%): its summary was tampered with"
+        )
+    return None
+
+
 MAX_COPIES = 2048  # small calls: thousands of copies, so one pass over them outruns the L2 (F12)
 REPLAY_BUDGET_US = 100_000.0  # sizing cap: copies x the eager estimate per replay
 WARMUP_CALLS = 8  # eager calls on the capture stream before capture (lazy init, autotuning)
@@ -102,9 +119,11 @@ def replicate(values: list[Any], n: int, align: int = 512) -> list[list[Any]]:
     return copies
 
 
-def judge_capture(kernel_nodes: int | None, calls: int) -> str | None:
-    """A captured graph must launch work on every call: empty or thinner captures are cheats."""
-    if kernel_nodes is None:
+def judge_capture(kernel_nodes: int | None, calls: int, no_work: bool = False) -> str | None:
+    """A captured graph must launch work on every call: empty or thinner captures are cheats. `no_work`:
+    every output (and every input the operator updates in place) has zero elements, so an honest call
+    legitimately launches nothing (a workload with an empty batch) and any capture is honest."""
+    if kernel_nodes is None or no_work:
         return None
     if kernel_nodes == 0:
         return f"the CUDA graph of {calls} calls captured no kernels (work skipped or done elsewhere)"

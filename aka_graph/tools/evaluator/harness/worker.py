@@ -224,6 +224,7 @@ class Worker:
                     int(msg.get("l2_bytes", 0)),
                     regenerate=lambda: self.factory.make(wl, seed, 1.0),
                 )
+                    mutated=self.contract["mutated"],  # an empty result needs no kernel (judge_capture)
             bench = self.benches[idx]
             reval = None
             if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw

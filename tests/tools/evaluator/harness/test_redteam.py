@@ -53,14 +53,15 @@ SLOW_BUILD = {"redteam_native_token_paste"}  # rejected before its C++ builds; p
 # attacks the checks behind the policy already reject (the policy has nothing to say about them)
 CAUGHT_BEHIND = {"redteam_subsampled_rms": "INCORRECT"}
 # honest: the policy must find nothing; the whole harness must pass the first
-HONEST_PASS = ["redteam_control_honest_idioms"]
-# honest too, but the in-worker identity check misreads torch._dynamo's wrapper of torch.manual_seed
-# (imported by custom ops and torch.compile) as a patch: policy only here until the worker fixes it
-HONEST_POLICY_ONLY = [
+# (custom ops, triton_op and torch.compile import torch._dynamo, which wraps torch.manual_seed in torch's
+# own wrapper: the worker's identity check accepts that wrapper, guards.torch_wrapper_of)
+HONEST_PASS = [
+    "redteam_control_honest_idioms",
     "redteam_control_custom_op",
     "redteam_control_triton_op",
     "redteam_control_torch_compile",
 ]
+HONEST_POLICY_ONLY: list[str] = []
 
 
 # a cheat only a CUDA graph lets through (honest on a CPU), not fixed by the policy: benchmarks/redteam_gpu.py
