@@ -15,6 +15,7 @@ import types
 from typing import Any
 
 import torch
+from torch.utils._device import DeviceContext
 
 RESERVED_PREFIXES = (
     "TRITON_",
@@ -177,14 +178,29 @@ def _filled(cell: Any) -> bool:
     return True
 
 
+_DEVICE_CONTEXT = dict(vars(DeviceContext))  # before any candidate: its hook as torch ships it
+
+
+def _default_device(mode: Any) -> bool:
+    """torch.set_default_device's own mode, untouched (an honest kernel may call it at import): exactly
+    torch's DeviceContext class with its methods as shipped, no hook of the instance's own, a real
+    device. A subclass or a replaced hook (a red-team cheat) is any other mode."""
+    return (
+        type(mode) is DeviceContext
+        and "__torch_function__" not in vars(mode)
+        and all(vars(DeviceContext).get(k) is v for k, v in _DEVICE_CONTEXT.items())
+        and set(vars(DeviceContext)) == set(_DEVICE_CONTEXT)
+        and isinstance(vars(mode).get("device"), torch.device)
+        and vars(mode)["device"].type in ("cpu", "cuda")
+    )
+
+
 def active_modes() -> list[str]:
     """The torch function and dispatch modes active now: a mode sees every torch call made under it, the
     harness's own included (a candidate that entered one at import moved its work into the harness's
     untimed reads). The harness itself has none active in the worker where it looks."""
-    found = [
-        f"torch function mode {type(torch._C._get_function_stack_at(i)).__name__}"
-        for i in range(torch._C._len_torch_function_stack())
-    ]
+    function_modes = [torch._C._get_function_stack_at(i) for i in range(torch._C._len_torch_function_stack())]
+    found = [f"torch function mode {type(m).__name__}" for m in function_modes if not _default_device(m)]
     found += [
         f"torch dispatch mode {type(torch._C._get_dispatch_stack_at(i)).__name__}"
         for i in range(torch._C._len_torch_dispatch_stack())

@@ -4,7 +4,8 @@
   wrapper: not a patch. A candidate's own replacement or wrapper, torch's wrapper around a candidate's
   function, or a candidate's function planted in that wrapper's cache attribute: a patch.
 - A torch function or dispatch mode left active (entered at import and never exited) sees every torch
-  call the harness makes: flagged after the import and after each call.
+  call the harness makes: flagged after the import and after each call; torch.set_default_device's own
+  mode, untouched and on a real device, is honest.
 - The parent summarizes the worker's timing samples itself: the worker's `statistics` is the
   candidate's too (a patched median reported a fifth of the real one).
 - The harness's in-place writes (poisoned outputs, fresh inputs) accept inference tensors.
@@ -127,6 +128,33 @@ def test_a_mode_left_active_is_flagged_and_gone_once_exited(mode: type, words: s
         entered.__exit__(None, None, None)
     assert any(words in f and "left active" in f for f in found), found
     assert sentinel.violations() == [] and active_modes() == []
+
+
+def test_torch_s_own_default_device_mode_is_honest_a_disguised_one_is_not() -> None:
+    from torch.utils._device import DeviceContext
+
+    sentinel = Sentinel()
+    torch.set_default_device("cpu")  # what an honest kernel may do at import: torch's DeviceContext
+    try:
+        assert sentinel.violations() == []
+    finally:
+        torch.set_default_device(None)
+
+    class Sub(DeviceContext):  # the red team's disguise: torch's class, its hook replaced
+        __torch_function__ = _Passthrough.__torch_function__
+
+    for disguised in (Sub("cpu"), DeviceContext("meta")):
+        with disguised:
+            found = sentinel.violations()
+        assert any("left active" in f for f in found), (disguised, found)
+    real = vars(DeviceContext)["__torch_function__"]
+    DeviceContext.__torch_function__ = _Passthrough.__torch_function__  # type: ignore[method-assign]
+    try:
+        with DeviceContext("cpu"):
+            found = sentinel.violations()
+    finally:
+        DeviceContext.__torch_function__ = real  # type: ignore[method-assign]
+    assert any("DeviceContext left active" in f for f in found), found
 
 
 def test_the_parent_recomputes_the_median_a_patched_statistics_faked(monkeypatch: pytest.MonkeyPatch) -> None:
