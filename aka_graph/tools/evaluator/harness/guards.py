@@ -7,6 +7,7 @@ inputs or earlier outputs. Each check returns human-readable violations (-> REWA
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 import threading
@@ -131,12 +132,15 @@ _PLAIN = (bool, int, float, str, bytes, type(None))
 
 def _torch_code(fn: Any) -> bool:
     """A plain Python function whose code lives in torch's own installation."""
-    code = getattr(fn, "__code__", None)
-    return (
-        isinstance(fn, types.FunctionType)
-        and isinstance(code, types.CodeType)
-        and os.path.realpath(code.co_filename).startswith(_TORCH_DIR)
-    )
+    if not isinstance(fn, types.FunctionType) or not isinstance(fn.__code__, types.CodeType):
+        return False
+    return _in_torch(fn.__code__.co_filename)
+
+
+@functools.lru_cache(maxsize=256)
+def _in_torch(filename: str) -> bool:
+    """Cached: the check runs after every call of the candidate (a realpath per file costs ~10 us)."""
+    return os.path.realpath(filename).startswith(_TORCH_DIR)
 
 
 def torch_wrapper_of(now: Any, original: Any, limit: int = 32) -> bool:
