@@ -192,3 +192,22 @@ def test_the_hard_bound_counts_only_bytes_that_must_be_written() -> None:
     assert below_bound(sol.hard_bound_us * 0.5, sol.hard_bound_us)
     flop_bound = bound(spec, inputs + outputs, 10**15, "bf16", outputs)
     assert flop_bound.hard_bound_us == pytest.approx(10**15 / (100.0 * 1e12) * 1e6)
+
+
+def test_counting_flops_never_imports_torch_dynamo_which_costs_seconds_of_every_cold_start() -> None:
+    """TorchDispatchMode subclasses get a __torch_dispatch__ wrapped in torch._disable_dynamo, whose first
+    call imports torch._dynamo (4 s of an H200 host's start-up); the parent's counter must not pay it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch\n"
+        "from aka_graph.tools.evaluator.harness.speed_of_light import FlopCounter, warm_up\n"
+        "warm_up()\n"
+        "with FlopCounter() as c:\n"
+        "    torch.ones(8, 16) @ torch.ones(16, 4)\n"
+        "print(c.total, 'torch._dynamo' in sys.modules)\n"
+    )
+    argv = [sys.executable, "-c", code]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True)
+    assert out.stdout.split() == ["1024", "False"]
