@@ -131,16 +131,44 @@ _PLAIN = (bool, int, float, str, bytes, type(None))
 
 
 def _torch_code(fn: Any) -> bool:
-    """A plain Python function whose code lives in torch's own installation."""
+    """A plain Python function of torch's own: its globals are a loaded torch module's, whose file lies in
+    torch's installation, and its code is the code that file compiles to (a function built from a
+    candidate's code with a borrowed file name, or with torch's code over other globals, is not)."""
     if not isinstance(fn, types.FunctionType) or not isinstance(fn.__code__, types.CodeType):
         return False
-    return _in_torch(fn.__code__.co_filename)
+    module = sys.modules.get(str(fn.__globals__.get("__name__")))
+    filename = getattr(module, "__file__", None)
+    if module is None or vars(module) is not fn.__globals__ or not isinstance(filename, str):
+        return False
+    code = fn.__code__
+    if not _real(filename).startswith(_TORCH_DIR) or _real(code.co_filename) != _real(filename):
+        return False
+    shipped = _shipped_codes(filename).get((code.co_name, code.co_firstlineno), [])
+    return any(code == c for c in shipped)  # (code equality compares the code itself, not its file name)
 
 
 @functools.lru_cache(maxsize=256)
-def _in_torch(filename: str) -> bool:
-    """Cached: the check runs after every call of the candidate (a realpath per file costs ~10 us)."""
-    return os.path.realpath(filename).startswith(_TORCH_DIR)
+def _real(filename: str) -> str:
+    """Cached: the check runs after every call of the candidate (a realpath costs ~10 us)."""
+    return os.path.realpath(filename)
+
+
+@functools.lru_cache(maxsize=16)
+def _shipped_codes(filename: str) -> dict[tuple[str, int], list[types.CodeType]]:
+    """Every code object a torch source file compiles to, by name and first line (compiled once, only
+    when a watched function was replaced: ~ms per file)."""
+    try:
+        with open(filename, encoding="utf-8") as f:
+            top = compile(f.read(), filename, "exec", dont_inherit=True)
+    except (OSError, SyntaxError, ValueError):
+        return {}
+    found: dict[tuple[str, int], list[types.CodeType]] = {}
+    todo = [top]
+    while todo:
+        code = todo.pop()
+        found.setdefault((code.co_name, code.co_firstlineno), []).append(code)
+        todo += [c for c in code.co_consts if isinstance(c, types.CodeType)]
+    return found
 
 
 def torch_wrapper_of(now: Any, original: Any, limit: int = 32) -> bool:

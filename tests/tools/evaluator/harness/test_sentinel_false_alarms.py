@@ -42,7 +42,7 @@ REPO = Path(__file__).resolve().parents[4]
 
 # one fresh interpreter, as a worker: the Sentinel first, then what a candidate would do
 SCENARIOS = r"""
-import functools, json, torch
+import functools, json, types, torch
 from aka_graph.tools.evaluator.harness.guards import Sentinel
 
 def replaced(found):
@@ -66,6 +66,17 @@ torch.manual_seed = torch._disable_dynamo(own)
 out["torch's wrapper around its own"] = replaced(sentinel.violations())
 torch.manual_seed = lambda seed: None
 out["own function"] = replaced(sentinel.violations())
+original = wrapped.__wrapped__
+forged = types.FunctionType(own.__code__.replace(co_filename=torch._compile.__file__), globals(), "inner",
+                            closure=own.__closure__)
+forged.__wrapped__ = original
+torch.manual_seed = forged
+out["own code under torch's file name"] = replaced(sentinel.violations())
+borrowed = types.FunctionType(wrapped.__code__, {**vars(torch._compile), "getattr": lambda *a: own},
+                              "inner", closure=wrapped.__closure__)
+borrowed.__wrapped__ = original
+torch.manual_seed = borrowed
+out["torch's code over its own globals"] = replaced(sentinel.violations())
 torch.manual_seed = wrapped
 out["restored"] = sentinel.violations()
 wrapped.__wrapped__.__dynamo_disable = own
@@ -97,7 +108,14 @@ def test_torch_dynamo_wrapping_manual_seed_is_not_a_patch(scenarios: dict[str, o
 
 @pytest.mark.parametrize(
     "cheat",
-    ["own wrapper", "torch's wrapper around its own", "own function", "own function in the wrapper's cache"],
+    [
+        "own wrapper",
+        "torch's wrapper around its own",
+        "own function",
+        "own function in the wrapper's cache",
+        "own code under torch's file name",
+        "torch's code over its own globals",
+    ],
 )
 def test_a_candidate_s_manual_seed_is_still_a_patch(scenarios: dict[str, object], cheat: str) -> None:
     assert scenarios[cheat] is True
