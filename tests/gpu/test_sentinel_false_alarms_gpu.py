@@ -6,7 +6,9 @@
   recomputes the median from the samples (the static policy off, which would reject it first);
 - modes left active by the candidate are REWARD_HACK on the CUDA path too;
 - an empty batch (every output of zero elements) captures no kernels honestly and PASSes; a reference
-  under @torch.inference_mode returning new tensors survives re-validation's poisoned outputs.
+  under @torch.inference_mode returning new tensors survives re-validation's poisoned outputs;
+- the worker's GPU timing path does not import torch._dynamo itself (~1.7 s; it wrapped torch.manual_seed
+  for the honest zero-size fixture on the H200): if it does, the failure names the import's call site.
 
 Run: python3 -m pytest -m gpu tests/gpu/test_sentinel_false_alarms_gpu.py -v -s"""
 
@@ -21,7 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
+from aka_graph.tools.evaluator.harness.bench import Bench
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from tests.conftest import SOL_FIXTURES
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, CHEAT_SHAPES, HARNESS_DIR, describe
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
@@ -77,3 +82,85 @@ def test_empty_batches_and_inference_tensors_pass_on_cuda(tmp_path: Path, name: 
         print(f"{name} {w['id']}: {w['status']} {w.get('latency_us')} us {(w.get('message') or '')[:200]}")
     assert code == 0 and res["status"] == "PASS", res["message"]
     assert all(w["status"] == "PASS" for w in res["workloads"])
+
+
+CUDA = torch.device("cuda")
+
+
+def test_an_empty_result_captures_nothing_honestly_a_non_empty_one_does_not() -> None:
+    def nothing(x: torch.Tensor, out: torch.Tensor) -> None:
+        pass
+
+    runner = KernelRunner(nothing, True, [((0, 16), torch.float32)], CUDA)
+    empty = Bench(runner, [torch.randn(0, 16, device=CUDA)], CUDA, 60 << 20)
+    assert empty.graph is not None and empty.graph.kernel_nodes == 0
+    assert empty.violations == [] and any("no work" in n for n in empty.notes), empty.notes
+    timing = empty.measure()
+    assert timing.latency_us >= 0 and timing.method == "cuda_graph"
+    # an empty output but an input the operator updates in place: its work may not be skipped
+    runner = KernelRunner(nothing, True, [((0,), torch.float32)], CUDA)
+    skipped = Bench(runner, [torch.randn(64, device=CUDA)], CUDA, 60 << 20, mutated=[0])
+    assert any("captured no kernels" in v for v in skipped.violations), skipped.violations
+
+
+def test_re_validation_poisons_outputs_created_under_inference_mode() -> None:
+    @torch.inference_mode()
+    def run(x: torch.Tensor, cache: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        cache.add_(x)
+        return x.softmax(-1), cache
+
+    runner = KernelRunner(run, False, [((4, 8), torch.float32)] * 2, CUDA)
+    bench = Bench(runner, [torch.randn(4, 8, device=CUDA), torch.randn(4, 8, device=CUDA)], CUDA, 60 << 20)
+    assert bench.graph is not None, bench.notes
+    k = bench.last
+    produced = bench.graph.outputs[k][0]
+    assert produced.is_inference()
+    before = produced.clone()
+    bench.write_inputs(k, [torch.randn(4, 8, device=CUDA), torch.randn(4, 8, device=CUDA)])
+    bench.poison_outputs(k)  # raised "Inplace update to inference tensor outside InferenceMode"
+    assert not torch.equal(produced, before)
+    out = bench.replay(k)
+    assert torch.allclose(out[0], bench.copies[k][0].softmax(-1))
+
+
+DYNAMO_PROBE = r"""
+import sys, traceback, importlib.abc, torch
+seen = []
+
+class Watch(importlib.abc.MetaPathFinder):
+    def find_spec(self, name, path, target=None):
+        if name == "torch._dynamo" and not seen:
+            seen.append("".join(traceback.format_stack(limit=25)))
+        return None
+
+sys.meta_path.insert(0, Watch())
+from aka_graph.tools.evaluator.harness.bench import Bench
+from aka_graph.tools.evaluator.harness.guards import Sentinel
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+dev = torch.device("cuda")
+sentinel = Sentinel()
+def ref(x, scale):
+    y = (x.float() * scale).to(x.dtype)
+    return y, y.float().sum(-1)
+for m in (0, 64):
+    runner = KernelRunner(ref, False, [((m, 16), torch.bfloat16), ((m,), torch.float32)], dev)
+    bench = Bench(runner, [torch.randn(m, 16, device=dev, dtype=torch.bfloat16), torch.randn(16, device=dev)],
+                  dev, 60 << 20)
+    bench.measure()
+    bench.poison_outputs(bench.last)
+    bench.replay(bench.last)
+print("VIOLATIONS", sentinel.violations())
+print("DYNAMO", seen[0] if seen else "not imported")
+"""
+
+
+def test_the_gpu_timing_path_does_not_import_torch_dynamo(tmp_path: Path) -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor")}  # fmt: skip
+    env.pop("TRITON_INTERPRET", None)
+    proc = subprocess.run([sys.executable, "-c", DYNAMO_PROBE], env=env, capture_output=True, text=True,
+                          timeout=300)  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    print(proc.stdout)
+    assert "VIOLATIONS []" in proc.stdout, proc.stdout
+    assert "DYNAMO not imported" in proc.stdout, f"the timing path imports torch._dynamo:\n{proc.stdout}"
