@@ -21,6 +21,7 @@ from typing import Any
 
 import torch
 
+from .guards import modes_violation
 from .inputs import FP8, packed, random_poison_
 from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
@@ -313,7 +314,16 @@ class Bench:
         for t, p in zip(outs, self.poisons[i % 2], strict=True):
             t.copy_(p)
 
+    def _look_for_modes(self) -> None:
+        """Between timed calls (untimed): a torch mode the candidate left active during a call and exits
+        before the round's last check would see the harness's reads and writes here (its deferred work
+        done outside the clock)."""
+        for found in modes_violation():
+            if found not in self.violations:
+                self.violations.append(found)
+
     def keep(self, i: int) -> None:
+        self._look_for_modes()
         k = i % len(self.copies)
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
         self.kept[i] = [
@@ -327,6 +337,7 @@ class Bench:
         Python-level caches do not run during a replay, and re-validation catches device-level ones.
         Only an input's compact base is written (an expanded input's elements share memory).
         `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn."""
+        self._look_for_modes()
         k = i % len(self.copies)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
             fresh = self.pool[i % len(self.pool)]

@@ -4,7 +4,8 @@
   wrapper: not a patch. A candidate's own replacement or wrapper, torch's wrapper around a candidate's
   function, or a candidate's function planted in that wrapper's cache attribute: a patch.
 - A torch function or dispatch mode left active (entered at import and never exited) sees every torch
-  call the harness makes: flagged after the import and after each call; torch.set_default_device's own
+  call the harness makes: flagged after the import and after each call, and between timed calls (where
+  the harness reads and writes the copies); torch.set_default_device's own
   mode, untouched and on a real device, is honest.
 - The parent summarizes the worker's timing samples itself: the worker's `statistics` is the
   candidate's too (a patched median reported a fifth of the real one).
@@ -26,9 +27,10 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from aka_graph.tools.evaluator.harness.bench import poison_in_place_
+from aka_graph.tools.evaluator.harness.bench import Bench, poison_in_place_
 from aka_graph.tools.evaluator.harness.guards import Sentinel, active_modes
 from aka_graph.tools.evaluator.harness.inputs import random_poison_
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from aka_graph.tools.evaluator.harness.timing import judge_capture, summarize, summary_mismatch
 from tests.tools.evaluator.harness.test_adversarial import (
     CANDIDATES,
@@ -146,6 +148,31 @@ def test_a_mode_left_active_is_flagged_and_gone_once_exited(mode: type, words: s
         entered.__exit__(None, None, None)
     assert any(words in f and "left active" in f for f in found), found
     assert sentinel.violations() == [] and active_modes() == []
+
+
+def test_a_mode_held_only_between_timed_calls_is_flagged_by_the_bench() -> None:
+    """Entered at the end of each call and exited at the start of the next: never active when the round's
+    last check looks, but active while the harness keeps and perturbs between timed calls."""
+    held: list[TorchFunctionMode] = []
+
+    def toggling(x: torch.Tensor, out: torch.Tensor) -> None:
+        while held:
+            held.pop().__exit__(None, None, None)
+        torch.mul(x, 2.0, out=out)
+        mode = _Passthrough()
+        mode.__enter__()
+        held.append(mode)
+
+    cpu = torch.device("cpu")
+    try:
+        bench = Bench(KernelRunner(toggling, True, [((64,), torch.float32)], cpu), [torch.randn(64)], cpu, 0)
+        assert bench.violations == []  # the set-up call entered it, nothing of the harness's ran since
+        bench.perturb(1)
+        assert any("_Passthrough left active" in v for v in bench.violations), bench.violations
+    finally:
+        while held:
+            held.pop().__exit__(None, None, None)
+    assert active_modes() == []
 
 
 def test_torch_s_own_default_device_mode_is_honest_a_disguised_one_is_not() -> None:
