@@ -2,8 +2,9 @@
 
 - honest kernels built with torch.compile, torch.library.custom_op, triton_op + wrap_triton PASS (their
   `import torch._dynamo` wraps torch.manual_seed in torch's own wrapper, once read as a patch);
-- a patched `statistics.median` (the worker's CUDA-graph timing summary) is REWARD_HACK: the parent
-  recomputes the median from the samples (the static policy off, which would reject it first);
+- a patched `statistics.median` (the worker's timing summary; CUDA graph and CUDA-event fallback) is
+  REWARD_HACK: the parent recomputes the median from the samples (the static policy off, which would
+  reject it first);
 - modes left active by the candidate are REWARD_HACK on the CUDA path too;
 - an empty batch (every output of zero elements) captures no kernels honestly and PASSes; a reference
   under @torch.inference_mode returning new tensors survives re-validation's poisoned outputs;
@@ -66,6 +67,13 @@ def test_a_patched_median_is_caught_by_the_parent_on_cuda(tmp_path: Path) -> Non
     result = run_cuda(tmp_path, CANDIDATES / "redteam_self_alias_median", "--no-source-policy")
     assert result["status"] == "REWARD_HACK", describe(result)
     print("caught by:", result["message"][:500])
+
+
+def test_a_patched_median_is_caught_in_the_cuda_event_fallback(tmp_path: Path) -> None:
+    kernel = Path(__file__).resolve().parent / "candidates" / "adv_median_patch_event_fallback"
+    result = run_cuda(tmp_path, kernel, "--no-source-policy")
+    assert result["status"] == "REWARD_HACK", describe(result)
+    assert "tampered" in result["message"] + str(result["workloads"]), describe(result)
 
 
 @pytest.mark.parametrize("candidate", ["redteam_function_mode", "redteam_mode_via_device_context"])
