@@ -191,8 +191,9 @@ class Worker:
                     alive.append(inputs)
                 digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
-                # seeded as the parent seeds the reference's call on this seed
-                result, found = self.checked_call(runner, inputs, outs, kept, int(seed), plan.clone_inputs)
+                result, found = self.checked_call(
+                    runner, inputs, outs, kept, int(seed), plan.clone_inputs
+                )  # seeded as the reference
                 after.append(digest(inputs))  # the parent compares these with its own inputs
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
@@ -223,8 +224,8 @@ class Worker:
                     self.device,
                     int(msg.get("l2_bytes", 0)),
                     regenerate=lambda: self.factory.make(wl, seed, 1.0),
-                )
                     mutated=self.contract["mutated"],  # an empty result needs no kernel (judge_capture)
+                )
             bench = self.benches[idx]
             reval = None
             if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw
