@@ -331,12 +331,13 @@ class Bench:
             for o in outs
         ]
 
-    def perturb(self, i: int, fresh_sets: bool = True) -> None:
+    def perturb(self, i: int, fresh_sets: bool = True, salt: int = 0) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values
         (or on pointers) cannot skip the work while it is being timed. Graph replays need no such thing:
         Python-level caches do not run during a replay, and re-validation catches device-level ones.
         Only an input's compact base is written (an expanded input's elements share memory).
-        `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn."""
+        `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn.
+        `salt` (the parent's burst seed) moves every roll and scale, so a burst's values are new ones."""
         self._look_for_modes()
         k = i % len(self.copies)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
@@ -350,15 +351,15 @@ class Bench:
         if self.flip:  # no pristine copy (memory): exact sign flips in place
             for t in self.copies[k]:
                 if isinstance(t, torch.Tensor) and (t.dtype.is_floating_point or packed(t)):
-                    _flip_signs_(writable(t), i)
+                    _flip_signs_(writable(t), i + salt)
             for t in self.outs[k] or []:
                 random_poison_(t)
             return
-        factor = 1.0 + (i + 1) * 2.0**-6
+        factor = 1.0 + ((i + salt) % 63 + 1) * 2.0**-6
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():
                 base = writable(t)
-                shift = ((i + 1) * 7919) % base.numel()  # every position sees another value, at another scale
+                shift = ((i + 1) * 7919 + salt) % base.numel()  # each position: another value, another scale
                 if packed(base):  # packed fp4: its bytes move (no arithmetic on them)
                     base.view(torch.uint8).copy_(p.view(torch.uint8).reshape(-1).roll(shift).reshape(p.shape))
                     continue
@@ -393,12 +394,13 @@ class Bench:
         timing.notes = self.notes + timing.notes
         return timing
 
-    def burst(self, reps: int, part: str = "all") -> None:
+    def burst(self, reps: int, part: str = "all", salt: int = 0) -> None:
         """`reps` more samples' worth of the timed invocation, back to back, as they were timed: graph
         replays, or (host / CUDA-event fallback) the untimed perturbation then the call; part="prepare"
         does only the perturbations, which the parent subtracts (it times requests; see plausibility).
         The perturbation is the pristine one here: drawing a fresh set per call would dwarf a small call
-        in the request the parent times."""
+        in the request the parent times. `salt`, drawn by the parent for each burst, moves its values off
+        every earlier call's: a cache keyed on input values cannot answer a burst (issue 13)."""
         self._ensure()
         if self.graph is not None:
             for _ in range(reps):
@@ -406,7 +408,7 @@ class Bench:
         else:
             for i in range(reps):
                 if self.eager:
-                    self.perturb(i, fresh_sets=False)
+                    self.perturb(i, fresh_sets=False, salt=salt)
                 if part == "all":
                     self.call(i % len(self.copies))
         if self.device.type == "cuda":

@@ -363,7 +363,8 @@ class Worker:
     def burst(self, msg: dict[str, Any]) -> dict[str, Any]:
         """More runs of the timed invocation; the parent times this request with its own clock."""
         try:
-            self.benches[int(msg["wl"])].burst(max(1, int(msg["reps"])), str(msg.get("part", "all")))
+            reps, part, salt = max(1, int(msg["reps"])), str(msg.get("part", "all")), int(msg.get("salt", 0))
+            self.benches[int(msg["wl"])].burst(reps, part, salt)
             return {}
         except BaseException as exc:
             return {"error": _failure(exc)}
