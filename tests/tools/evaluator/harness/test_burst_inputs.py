@@ -1,0 +1,60 @@
+"""The parent's burst check runs the kernel on inputs it has never seen (issue 13).
+
+The burst is the parent's own clock on the timed invocation. Before 870458c each burst repeated the same
+perturbed values (and a report far below the estimate asks for three bursts, the fastest counting), so a
+kernel with a cache keyed on input values computed in the first burst and answered the next two from its
+cache: the fastest burst then agreed with a faked, too-small latency. Now every burst's perturbation moves
+by a salt the parent draws from os.urandom after the timed calls. These tests drive the real parent check
+(`plausibility.check`) through the worker's real burst handler into a real Bench.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import torch
+
+from aka_graph.tools.evaluator.harness.bench import Bench
+from aka_graph.tools.evaluator.harness.plausibility import HOST_TOLERANCE, check
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.worker import Worker
+
+CPU = torch.device("cpu")
+
+
+def _value_cache_bench(seen: dict[tuple[float, ...], int]) -> Bench:
+    """A kernel that remembers every input it was called on, as a value-keyed cache would."""
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        key = tuple(x.tolist())
+        seen[key] = seen.get(key, 0) + 1
+        out.copy_(x * 2)
+
+    return Bench(KernelRunner(kernel, True, [((64,), torch.float32)], CPU), [torch.randn(64)], CPU, 0)
+
+
+def _request(bench: Bench) -> Any:
+    handler = SimpleNamespace(benches={0: bench})  # the worker's own burst handler, on this bench
+    return lambda msg: Worker.burst(handler, msg)  # type: ignore[arg-type]
+
+
+def test_no_burst_call_repeats_the_inputs_of_an_earlier_call() -> None:
+    seen: dict[tuple[float, ...], int] = {}
+    bench = _value_cache_bench(seen)
+    for i in range(5):  # the timed calls, as host timing runs them (perturbation, then the call)
+        bench.perturb(i)
+        bench.call(0)
+    before = dict(seen)
+    # a report of ~0 us: the longest burst, judged implausible, so every one of the bursts runs
+    found = check(_request(bench), 0, 1e-3, 1, (0, None), HOST_TOLERANCE, prepared=True)
+    assert found is not None and found[0] == "REWARD_HACK"
+    burst_calls = sum(seen.values()) - sum(before.values())
+    assert burst_calls >= 2 * 1000  # at least two bursts of MAX_REPS calls ran
+    repeated = {k: n for k, n in seen.items() if n > 1}
+    assert not repeated, f"{len(repeated)} input sets were seen more than once: a cache answers the burst"
+
+
+def test_an_honest_kernel_still_passes_the_burst_on_fresh_values() -> None:
+    bench = _value_cache_bench({})
+    assert check(_request(bench), 0, 1e6, 1, (0, None), HOST_TOLERANCE, prepared=True) is None
