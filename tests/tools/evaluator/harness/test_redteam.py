@@ -11,8 +11,12 @@ method called unbound on `triton.testing.statistics`, a `for` loop with it as th
 `__builtins__` by a computed name, `sympy.sympify` (an eval), and its code pointer overwritten in memory
 (through /proc/self/mem, a numpy view from `__array_interface__`, a C++ extension pasting
 `PyRun_SimpleString` together), each with a cache that recognises the burst's inputs.
-The checks inside the worker do not catch them (run with `--no-source-policy`: PASS), so the policy is
-their only gate for now. Controls: `redteam_control_*` are honest.
+When these tests were written the checks inside the worker caught none of them (`--no-source-policy`:
+PASS). Since then the harness stands behind the policy too: the two mode cheats are REWARD_HACK with the
+policy off (the Sentinel flags active torch modes), a patched median is REWARD_HACK where the worker's
+number is used (the parent recomputes it from the samples on the CUDA paths), and on the host the parent
+times every call itself, so a median patch there passes with an honest latency. Controls:
+`redteam_control_*` are honest.
 """
 
 from __future__ import annotations
