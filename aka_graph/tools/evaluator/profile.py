@@ -323,7 +323,9 @@ def profile_kernel(
     text = _read(result.synced, csv_name)
     if result.exit_code != 0 or text is None:
         why = "timed out" if result.timed_out else f"exit {result.exit_code}"
-        tail = "" if private else f": {result.stderr[-1500:]}"
+        # ncu reports its own failures (==ERROR== ...) on stdout, the harness's on stderr: both, or neither
+        said = "\n".join(s.strip()[-1500:] for s in (result.stdout, result.stderr) if s.strip())
+        tail = "" if private else f": {said or 'the job printed nothing'}"
         return ProfileResult(False, None, f"the profiler job failed ({why}){tail}", {})
     kernels = parse_rocprof_stats_csv(text) if vendor == "amd" else parse_ncu_raw_csv(text)
     if private:

@@ -147,6 +147,37 @@ def test_profile_job_writes_summary_and_report(tmp_path: Path, private: bool) ->
     assert NCU_CSV not in {p.name for p in out.iterdir()}
 
 
+FAILING_NCU = """#!/bin/sh
+# stand-in for an ncu that cannot profile: like the real one, it says why on stdout and exits 1
+echo "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access GPU Performance Counters"
+exit 1
+"""
+
+
+def test_a_failing_profiler_says_why_from_its_stdout(tmp_path: Path) -> None:
+    """ncu prints its own errors on stdout (==ERROR== ...): a failed job's message carries them, never an
+    empty 'exit 1:' (seen on the H200, round 4)."""
+    from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ncu").write_text(FAILING_NCU)
+    (bin_dir / "ncu").chmod(0o755)
+    kernel = tmp_path / "kernel.py"
+    kernel.write_text(TORCH_RMSNORM)
+    old_path = os.environ["PATH"]
+    os.environ["PATH"] = f"{bin_dir}:{old_path}"
+    try:
+        sandbox = make_sandbox(SandboxSpec(isolation="none"))
+        result = profile_kernel(sandbox, RMSNORM, kernel, tmp_path / "profiles", shape_id=BATCH7,
+                                python=sys.executable, timeout_s=120)  # fmt: skip
+    finally:
+        os.environ["PATH"] = old_path
+    assert not result.ok
+    assert result.message.startswith("the profiler job failed (exit 1): ")
+    assert "ERR_NVGPUCTRPERM" in result.message
+
+
 def test_profile_command_argument_errors(tmp_path: Path) -> None:
     runner = CliRunner()
     res = runner.invoke(app, ["profile", str(tmp_path / "nope"), str(tmp_path)])

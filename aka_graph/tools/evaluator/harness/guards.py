@@ -292,14 +292,68 @@ class Sentinel:
             if getattr(fn, "__code__", None) is not code:
                 found.append(f"the code of harness function {name[-1]} was replaced")
         env = reserved_env()
-        changed = sorted(k for k in set(env) | set(self.env) if env.get(k) != self.env.get(k))
+        changed = sorted(
+            k
+            for k in set(env) | set(self.env)
+            if env.get(k) != self.env.get(k) and not _library_setting(k, self.env.get(k), env.get(k))
+        )
         if changed:
             found.append(f"reserved environment variables changed: {', '.join(changed)}")
-        extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
+        extra = [
+            t
+            for t in threading.enumerate()
+            if t.ident not in self.threads and t.is_alive() and not _library_thread(t)
+        ]
         if extra:
             found.append(f"threads left running: {', '.join(t.name for t in extra)}")
         found += modes_violation()
         return found
+
+
+def _library_setting(name: str, before: str | None, now: str | None) -> bool:
+    """A reserved variable that torch itself sets the first time an honest kernel compiles with
+    torch.compile (seen on the H200, round 4): inductor points TRITON_PTXAS_PATH at the ptxas torch ships,
+    where it was unset. Only that exact value counts; any other change stays a violation."""
+    if name != "TRITON_PTXAS_PATH" or before is not None or now is None:
+        return False
+    shipped = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
+    return os.path.realpath(now) == os.path.realpath(shipped)
+
+
+def _library_thread(thread: threading.Thread) -> bool:
+    """tqdm's monitor, which torch.compile's progress bar starts in an honest kernel (seen on the H200,
+    round 4): a daemon that wakes every few seconds to refresh the progress bars registered with tqdm.
+    It is let pass only when none of what it runs can be the candidate's: an instance of tqdm's own
+    class, unpatched, loaded from outside the job directory (a `tqdm/` beside kernel.py would shadow the
+    real one), waking at most once a second, for tqdm's own bar classes only (a subclass's `refresh`
+    would run the candidate's code on that thread)."""
+    monitor = sys.modules.get("tqdm._monitor")
+    cls = getattr(monitor, "TMonitor", None)
+    if cls is None or type(thread) is not cls or not thread.daemon:
+        return False
+    package = os.path.dirname(os.path.realpath(getattr(monitor, "__file__", "") or "/"))
+
+    def tqdm_own(c: type) -> bool:
+        module = sys.modules.get(c.__module__)
+        file = os.path.realpath(getattr(module, "__file__", "") or "/")
+        return c.__module__.split(".")[0] == "tqdm" and os.path.dirname(file) == package
+
+    run_code = getattr(vars(cls).get("run"), "__code__", None)
+    bars = getattr(thread, "tqdm_cls", None)
+    try:
+        instances = list(getattr(bars, "_instances", ()))
+        interval = float(getattr(thread, "sleep_interval", 0.0))
+    except Exception:
+        return False
+    return (
+        not package.startswith(os.path.realpath(os.getcwd()) + os.sep)
+        and run_code is not None
+        and os.path.dirname(os.path.realpath(run_code.co_filename)) == package
+        and interval >= 1.0
+        and isinstance(bars, type)
+        and all(tqdm_own(c) for c in bars.__mro__ if c is not object)
+        and all(tqdm_own(c) for i in instances for c in type(i).__mro__ if c is not object)
+    )
 
 
 def reserved_env() -> dict[str, str]:

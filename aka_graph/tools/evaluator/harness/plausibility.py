@@ -76,13 +76,28 @@ def parent_estimate_us(burst_ns: int, round_trip_ns: int, reps: int, calls: int,
     return max(low, 0) / 1000.0 / (max(reps, 1) * max(calls, 1))
 
 
+# the words every disagreement between the parent's clock and the worker's report carries (`implausible`)
+DISAGREEMENT = "but the harness's own clock times a burst"
+# A disagreement is timed again, by a fresh round, this many times before it is called tampering: another
+# process on the same GPU (or host) slows every burst of a round while the worker's own timing of that
+# round may have run before it started (seen on the H200 with evaluations in parallel: 3.4 us reported,
+# 5.9 us by the parent's burst). An honest kernel timed again under the same load reads slower on both
+# clocks and agrees; a fake report disagrees every time. The latency kept is the one that agreed.
+DISPUTE_RETRIES = 2
+
+
+def is_disagreement(found: tuple[str, str] | None) -> bool:
+    """Whether `check`'s finding is the clocks disagreeing (retried), not a failed burst (final)."""
+    return found is not None and found[0] == "REWARD_HACK" and DISAGREEMENT in found[1]
+
+
 def implausible(reported_us: float, estimate_us: float, reps: int, calls: int, tol: Tolerance) -> str | None:
     """The verdict message when the worker's number is contradicted by the parent's clock, else None."""
     if reported_us >= estimate_us * (1.0 - tol.relative) - tol.slack_us:
         return None
     return (
-        f"the worker reported {reported_us:.3f} us per call, but the harness's own clock times a "
-        f"burst of {reps} x {calls} calls of the same invocation at {estimate_us:.3f} us per call: "
+        f"the worker reported {reported_us:.3f} us per call, {DISAGREEMENT} "
+        f"of {reps} x {calls} calls of the same invocation at {estimate_us:.3f} us per call: "
         "the reported timing was tampered with (patched or edited timing code in the kernel's process)"
     )
 

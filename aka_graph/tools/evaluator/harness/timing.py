@@ -245,14 +245,16 @@ class GraphTimer:
 
     def _profiled_kernels(self, graph: Any) -> int | None:
         try:
-            from torch.profiler import ProfilerActivity, profile
+            # the autograd profiler, not torch.profiler: the latter's start asks `hasattr(torch,
+            # "_inductor")`, which imports torch._inductor and torch._dynamo (seconds; seen on the H200)
+            from torch.autograd.profiler import profile
 
-            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            with profile(use_device="cuda", use_cpu=False) as prof:
                 graph.replay()
                 torch.cuda.synchronize()
             return sum(
                 1
-                for e in prof.events()
+                for e in prof.function_events
                 if e.device_type == torch.autograd.DeviceType.CUDA
                 and "memcpy" not in e.name.lower()
                 and "memset" not in e.name.lower()

@@ -10,11 +10,14 @@ on the GPU by the red team's benchmark.
 
 from __future__ import annotations
 
+import io
+import os
 import string
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
 from aka_graph.tools.evaluator.harness.policy import scan_source
 from tests.tools.evaluator.harness.test_gates import (
@@ -324,3 +327,56 @@ def test_the_second_policy_leaves_common_honest_idioms_alone() -> None:
         "DT = getattr(torch, 'float16')\nTRY = os.environ.get('TRITON_INTERPRET')\n"
     )
     assert scan_source(honest, "kernel.py") == []
+
+
+# --- what honest libraries do in a kernel's process (false alarms seen on the H200, round 4) -----------
+
+
+def test_torch_compile_pointing_triton_at_torchs_own_ptxas_is_not_a_violation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch.compile (inductor) sets TRITON_PTXAS_PATH to the ptxas torch ships, where it was unset."""
+    from aka_graph.tools.evaluator.harness.guards import Sentinel
+
+    monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
+    sentinel = Sentinel()
+    monkeypatch.setenv("TRITON_PTXAS_PATH", os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas"))
+    assert sentinel.violations() == []
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/tmp/my_ptxas")  # anything else stays a violation
+    assert sentinel.violations() == ["reserved environment variables changed: TRITON_PTXAS_PATH"]
+
+
+def test_tqdms_own_monitor_thread_passes_and_a_bar_subclass_on_it_does_not() -> None:
+    """torch.compile's progress bar starts tqdm's monitor thread; a thread that runs the candidate's code
+    (its own tqdm subclass, whose refresh the monitor calls) is still a thread left running."""
+    import tqdm
+    from tqdm._monitor import TMonitor
+
+    from aka_graph.tools.evaluator.harness.guards import Sentinel
+
+    sentinel = Sentinel()
+    honest = TMonitor(tqdm.tqdm, 10)
+    try:
+        assert sentinel.violations() == []
+    finally:
+        honest.exit()
+
+    class Busy(tqdm.tqdm):  # the candidate's class: the monitor would call its refresh every interval
+        def refresh(self, *a: object, **k: object) -> None:
+            pass
+
+    bar = Busy(total=10, disable=False, file=io.StringIO())  # starts a monitor for Busy: flagged
+    sneaky = TMonitor(tqdm.tqdm, 10)  # tqdm's own bars, but Busy's bar is registered with them: flagged
+    try:
+        found = sentinel.violations()
+        assert found == ["threads left running: tqdm_monitor, tqdm_monitor"], found
+    finally:
+        bar.close()
+        sneaky.exit()
+        if isinstance(Busy.monitor, TMonitor):
+            Busy.monitor.exit()
+    fast = TMonitor(tqdm.tqdm, 0.001)  # waking a thousand times a second: not a monitor's pace
+    try:
+        assert sentinel.violations() == ["threads left running: tqdm_monitor"]
+    finally:
+        fast.exit()

@@ -285,6 +285,24 @@ def test_a_generator_whose_shapes_depend_on_the_seed_is_known_before_any_timing(
     assert contract["layout_varies"] is False and contract["stochastic"] is False  # only a scalar varies
 
 
+def test_shapes_that_agree_on_two_seeds_by_chance_still_vary(monkeypatch: pytest.MonkeyPatch) -> None:
+    """On the H200 the ragged fixture's 4 rows summed to the same length on the two seeds the contract
+    compared, and the timed buffers then met a set of another length (RuntimeError during timing)."""
+    ragged = load_operator(FIXTURES / "custom_ragged_shapes")
+    ref = Reference(ragged, CPU, 3)
+    real_inputs = ref.inputs
+    first = ref.init_seed
+
+    def inputs(idx: int, seed: int, scale: float) -> list:
+        got = real_inputs(idx, first, scale)  # the first seed's set, whatever the seed...
+        if seed == first + 3:  # ...but for one later seed: one row more
+            got = [torch.cat([got[0], got[0][:1]]), got[1]]
+        return got
+
+    monkeypatch.setattr(ref, "inputs", inputs)
+    assert ref.contract(0)["layout_varies"] is True
+
+
 # --- end to end: each fixture's own reference as the candidate ----------------------------------------
 
 

@@ -1,0 +1,101 @@
+"""The timing round's rule for a disagreement between the parent's clock and the worker's report (modes.py).
+
+On the H200 with evaluations in parallel, honest kernels were called REWARD_HACK: the worker timed its
+graph before another process loaded the GPU, the parent's bursts ran after (3.4 us reported, 5.9 us by
+the bursts). The rule: a disagreement is timed again by a fresh round, up to DISPUTE_RETRIES times; the
+latency kept is one the parent's clock agreed with; a report that disagrees every time is tampering; a
+burst that failed is final at once.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness import modes
+from aka_graph.tools.evaluator.harness.plausibility import (
+    DISAGREEMENT,
+    DISPUTE_RETRIES,
+    GPU_TOLERANCE,
+    implausible,
+)
+from aka_graph.tools.evaluator.harness.session import WorkloadVerdict
+from aka_graph.tools.evaluator.harness.timing import summarize
+
+
+class FakeKernelState:
+    """A worker whose timing rounds report the latencies given, one per round."""
+
+    def __init__(self, latencies: list[float]) -> None:
+        self.latencies = list(latencies)
+        self.rounds = 0
+        self.verdicts = {0: WorkloadVerdict(revalidated=True)}
+        self.alive, self.error, self.worker = True, None, None
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        assert msg["cmd"] == "time" and msg["wl"] == 0
+        latency = self.latencies[min(self.rounds, len(self.latencies) - 1)]
+        self.rounds += 1
+        samples = [latency] * 5
+        med, spread = summarize(samples)
+        return {"latency_us": med, "spread_pct": spread, "samples_us": samples, "violations": [],
+                "method": "cuda_graph", "calls": 10}  # fmt: skip
+
+
+SESSION = SimpleNamespace(
+    contract={}, bench_seed=1, l2_bytes=0, call_timeout=1.0, device=torch.device("cuda"), sol={}
+)
+
+
+@pytest.fixture
+def parent_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """The parent's burst estimates (us), one per check, the last repeating: fill it in the test."""
+    estimates: list[float] = []
+    checks: list[float] = []
+
+    def check_worker(ks: Any, on_gpu: bool, timeout_s: float, wl: int, reported: float, calls: int,
+                     prepared: bool) -> tuple[str, str] | None:  # fmt: skip
+        estimate = estimates[min(len(checks), len(estimates) - 1)]
+        checks.append(reported)
+        message = implausible(reported, estimate, 100, calls, GPU_TOLERANCE)
+        return ("REWARD_HACK", message) if message else None
+
+    monkeypatch.setattr(modes, "check_worker", check_worker)
+    for name in ("verify_timed_calls", "verify_graph_copies", "outside_work"):
+        monkeypatch.setattr(modes, name, lambda *a, **k: None)
+    return estimates
+
+
+def test_an_honest_kernel_timed_before_the_gpu_got_busy_is_timed_again_and_passes(parent_clock) -> None:
+    ks = FakeKernelState([3.4, 5.6])  # the second round ran under the same load as the bursts
+    parent_clock.extend([5.9, 5.9])
+    assert modes._time_round(SESSION, ks, 0) == pytest.approx(5.6)
+    verdict = ks.verdicts[0]
+    assert verdict.status == "PASS" and verdict.latencies == [pytest.approx(5.6)]
+    assert "timed again" in verdict.message and "3.400 us" in verdict.message
+
+
+def test_a_report_that_disagrees_every_time_is_tampering(parent_clock) -> None:
+    ks = FakeKernelState([3.4])  # a fake: always 3.4 us, the parent's clock always 5.9 us
+    parent_clock.extend([5.9])
+    assert modes._time_round(SESSION, ks, 0) is None
+    verdict = ks.verdicts[0]
+    assert verdict.status == "REWARD_HACK" and DISAGREEMENT in verdict.message
+    assert ks.rounds == 1 + DISPUTE_RETRIES and not verdict.latencies
+
+
+def test_a_failed_burst_is_final_at_once(monkeypatch: pytest.MonkeyPatch, parent_clock) -> None:
+    monkeypatch.setattr(modes, "check_worker", lambda *a, **k: ("REWARD_HACK", "during the timing burst: x"))
+    ks = FakeKernelState([3.4])
+    assert modes._time_round(SESSION, ks, 0) is None
+    assert ks.verdicts[0].status == "REWARD_HACK" and ks.rounds == 1
+
+
+def test_an_agreeing_report_is_kept_without_a_second_round(parent_clock) -> None:
+    ks = FakeKernelState([5.8])
+    parent_clock.extend([5.9])
+    assert modes._time_round(SESSION, ks, 0) == pytest.approx(5.8)
+    assert ks.rounds == 1 and ks.verdicts[0].message == ""
