@@ -5,6 +5,7 @@
 #                                            evaluator, the --framework cuda campaign) under pytest-xdist
 #   bash benchmarks/gpu_languages.sh bench   benchmarks/bench_languages_gpu.py: each language side by side
 #                                            with the SOL-ExecBench CLI (BENCH_JOBS solutions at a time)
+#   bash benchmarks/gpu_languages.sh tests_only TEST...   only the named tests (XDIST, default 1)
 #   bash benchmarks/gpu_languages.sh dsl     the CuTe DSL solution alone, with the DSL from .gpu_dsl/
 #                                            (KIT_CUTE_DSL=1 bash scripts/build_gpu_kit.sh; carry .gpu_dsl)
 # Why parallel: every C++ solution builds as a torch extension with torch's headers, 60-90 s each on the
@@ -64,6 +65,11 @@ section_tests() {
     tests/gpu/test_cuda_campaign_gpu.py tests/gpu/test_languages_gpu.py
 }
 
+section_tests_only() {  # named tests only (the arguments after the section), for a re-run
+  install_kit || return 1
+  pytest_gpu -n "${XDIST:-1}" --junitxml "$OUT/languages_tests.xml" "${ARGS[@]}"
+}
+
 section_bench() {
   install_kit || return 1
   [ -d .gpu_dsl ] && install_dsl
@@ -81,6 +87,7 @@ section_dsl() {
 
 SECTIONS=("$@")
 [ ${#SECTIONS[@]} -eq 0 ] && SECTIONS=(tests)
+if [ "${SECTIONS[0]}" = tests_only ]; then ARGS=("${SECTIONS[@]:1}"); SECTIONS=(tests_only); fi
 for s in "${SECTIONS[@]}"; do
   echo "== section $s  $(date -u +%T)"
   start=$SECONDS

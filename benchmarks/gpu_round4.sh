@@ -7,8 +7,9 @@
 #                                             the honest controls and sentinel false-alarm tests
 #   bash benchmarks/gpu_round4.sh languages   issue 10's GPU tests (xdist) and, beside them, issue 11's
 #                                             command-task campaign with compiled kernels
-#   bash benchmarks/gpu_round4.sh bench       the timing gate (GPU alone), then every language side by side
-#                                             with the SOL-ExecBench CLI
+#   bash benchmarks/gpu_round4.sh verify      integrity again after its fixes (same parallel load), then with
+#                                             the GPU alone: MoE memory, honest controls, ncu, the timing gate
+#   bash benchmarks/gpu_round4.sh bench       every language side by side with the SOL-ExecBench CLI
 # Why this split: the cheats and the format fixtures only ask "rejected?" / "PASS?" and may share the GPU
 # (their timing phases are checked, not reported), whereas anything whose figure is reported, or whose
 # honest kernel could be misread by a crowded GPU, runs with the GPU to itself. Every step has its own
@@ -16,7 +17,7 @@
 # Output: $OUT/round4_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
-CALL=${1:?integrity, languages or bench}
+CALL=${1:?integrity, languages, verify or bench}
 OUT=${OUT:-/tmp/gpu_round4_out}
 WORK=/tmp/r4_$CALL
 rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
@@ -65,10 +66,30 @@ languages)
   run languages 545 env OUT="$WORK/languages" XDIST=7 bash benchmarks/gpu_languages.sh tests &
   wait
   ;;
-bench)
-  # the timing gate first, with the GPU to itself (its figures are reported), then the languages
-  run timing 120 "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
+verify)
+  # the integrity call again after its findings were fixed (same parallel load: no honest kernel may be
+  # flagged, every cheat still rejected), then what needs the GPU alone, the profiler among it
+  run cheats 200 "${PYT[@]}" -n 6 tests/gpu/test_adversarial_gpu.py tests/gpu/test_sentinel_false_alarms_gpu.py \
+      -k "(adversarial and not honest) or (sentinel and caught)" --junitxml "$WORK/cheats.xml" &
+  run classes 200 "${PYT[@]}" -n 3 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml" &
+  run redteam 200 python3 benchmarks/redteam_gpu.py --parallel 2 --fixtures ../shared/fixtures/sol-execbench \
+      --out "$WORK" &
+  wait
+  run moe_alone 90 "${PYT[@]}" -s tests/gpu/test_real_benchmark_classes_gpu.py -k largest_moe \
+      --junitxml "$WORK/moe.xml"
+  run honest 150 "${PYT[@]}" tests/gpu/test_adversarial_gpu.py \
+      tests/gpu/test_sentinel_false_alarms_gpu.py tests/gpu/test_burst_inputs_gpu.py \
+      -k "(adversarial and honest) or (sentinel and not caught) or burst" --junitxml "$WORK/honest.xml"
+  run ncu_sanity 60 bash -c 'command -v ncu; ncu --version | tail -1; ncu --target-processes all \
+      --clock-control none python3 -c "import torch; x = torch.ones(1 << 20, device=\"cuda\"); print((x + 1).sum().item())"'
+  run profile 120 env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
+      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator" \
+      "tests/gpu/test_languages_gpu.py::test_every_language_passes[triton_rmsnorm]"
+  run timing $((585 - (SECONDS - T0))) "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
       --junitxml "$WORK/timing.xml"
+  ;;
+bench)
   run bench $((575 - (SECONDS - T0))) env OUT="$WORK/bench" BENCH_JOBS=4 bash benchmarks/gpu_languages.sh bench
   ;;
 *) echo "unknown call $CALL (integrity, languages or bench)"; exit 2 ;;
