@@ -184,6 +184,8 @@ def main() -> int:
             return row | {"ours": {"status": f"SKIP (needs sm {sol.min_cc}+)"}}
         row["ours"] = ours(sol, work)
         row["theirs"] = theirs(sol, env, work) if env is not None else None
+        # each row as it finishes, so a call cut short still says what it measured
+        print("row", json.dumps(row, default=str)[:3000], flush=True)
         return row
 
     with ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:

@@ -210,12 +210,9 @@ def ncu_argv(run: list[str], ncu: str = "ncu") -> list[str]:
     argv += ["--cache-control", "all", "--force-overwrite", "-o", NCU_REPORT.removesuffix(".ncu-rep")]
     for section in NCU_SECTIONS:
         argv += ["--section", section]
-    argv += [
-        "--metrics",
-        ",".join(NCU_METRICS),
-        "--metrics",
-        f"regex:^{STALL_PREFIX}.*{STALL_SUFFIX.replace('.', '[.]')}$",
-    ]
+    # one --metrics (ncu refuses a second: "cannot be specified more than once", seen on the H200)
+    stalls = f"regex:^{STALL_PREFIX}.*{STALL_SUFFIX.replace('.', '[.]')}$"
+    argv += ["--metrics", ",".join([*NCU_METRICS, stalls])]
     return [*argv, *run]
 
 

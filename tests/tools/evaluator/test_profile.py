@@ -75,6 +75,12 @@ def test_profiler_command_lines() -> None:
     assert "--clock-control" in ncu and ncu[ncu.index("--clock-control") + 1] == "none"
     assert ncu[ncu.index("--cache-control") + 1] == "all"
     assert "gpu__time_duration.sum" in ",".join(ncu) and ncu[-len(run) :] == run
+    # ncu takes one --metrics ("option '--metrics' cannot be specified more than once", on the H200)
+    metrics = ncu[ncu.index("--metrics") + 1]
+    assert ncu.count("--metrics") == 1 and ",regex:^smsp__average_warps_issue_stalled_" in metrics
+    # every option ncu sees is given once
+    options = [a for a in ncu[: -len(run)] if a.startswith("--") and a != "--section"]
+    assert len(options) == len(set(options)), options
     roc = rocprof_argv(run)
     assert roc[:3] == ["rocprofv3", "--kernel-trace", "--stats"] and roc[roc.index("--") + 1 :] == run
     amd = job_script("amd", run)
