@@ -167,7 +167,10 @@ def main() -> int:
     args = parser.parse_args()
     if args.sol_site is None and Path("/tmp/sol-site").is_dir():
         args.sol_site = Path("/tmp/sol-site")
-    sol_src = args.sol_cli if args.sol_cli and args.sol_cli.is_dir() else None
+    # absolute: the CLI's own build subprocess runs in a directory of its own (a relative path left it
+    # without `sol_execbench` on the H200)
+    sol_src = args.sol_cli.resolve() if args.sol_cli and args.sol_cli.is_dir() else None
+    args.sol_site = args.sol_site.resolve() if args.sol_site else None
     env, why = sol_cli_env(sol_src, args.sol_site)
     if env is None:
         print(f"SOL-ExecBench CLI side by side: skipped ({why})")

@@ -262,3 +262,31 @@ def test_a_missing_framework_is_infra_error_through_the_harness(tmp_path: Path) 
     (kdir / "solution.json").write_text(json.dumps({"spec": spec, "sources": [{"path": "kernel.py"}]}))
     res = run_harness(tmp_path / "run", RMSNORM, kdir, shape_ids=[BATCH1], seeds=1)
     assert res["status"] == "INFRA_ERROR" and "pip install nvidia-cutlass-dsl" in res["message"]
+
+
+def test_the_build_subprocess_finds_the_harness_from_any_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A job runs with PYTHONPATH=. and the build subprocess in its own build directory: relative entries
+    are made absolute and the harness package's root comes first (the profile job's C++ build failed
+    with "No module named 'harness'" on the H200)."""
+    import subprocess
+    import sys
+
+    from aka_graph.tools.evaluator.harness.languages.torch_ext import build_pythonpath
+
+    monkeypatch.chdir(tmp_path)
+    path = build_pythonpath(os.pathsep.join([".", "kit", ""]))
+    entries = path.split(os.pathsep)
+    assert entries[1:] == [str(tmp_path), str(tmp_path / "kit")] and all(os.path.isabs(e) for e in entries)
+    elsewhere = tmp_path / "build"
+    elsewhere.mkdir()
+    # -S: no site packages (an editable install would find the package without any PYTHONPATH)
+    probe = "import importlib.util as u; print(u.find_spec('aka_graph').origin)"
+    found = subprocess.run([sys.executable, "-S", "-c", probe], cwd=elsewhere, capture_output=True, text=True,
+                           env={"PATH": os.environ["PATH"], "PYTHONPATH": path})  # fmt: skip
+    assert found.returncode == 0, found.stderr
+    assert found.stdout.strip() == str(Path(entries[0]) / "aka_graph" / "__init__.py")
+    bare = subprocess.run([sys.executable, "-S", "-c", probe], cwd=elsewhere, capture_output=True, text=True,
+                          env={"PATH": os.environ["PATH"], "PYTHONPATH": "."})  # fmt: skip
+    assert bare.returncode != 0  # what the build saw before: no package from the build directory

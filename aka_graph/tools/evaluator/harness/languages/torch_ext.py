@@ -200,6 +200,17 @@ def _reap(pgid: int, attempts: int = 200) -> None:
         time.sleep(0.05)
 
 
+def build_pythonpath(pythonpath: str) -> str:
+    """The build subprocess's PYTHONPATH: it runs in the build directory, so a relative entry (a job's
+    `PYTHONPATH=.`) would point there; entries are made absolute, and the directory holding the harness
+    package comes first so `-m <harness>.languages.ext_main` imports wherever the caller ran from (the
+    profile job failed with "No module named 'harness'" on the H200)."""
+    package = (__package__ or "harness.languages").split(".")  # this module's package, languages last
+    root = str(Path(__file__).resolve().parents[len(package)])  # the directory its top package is in
+    entries = [os.path.abspath(e) for e in pythonpath.split(os.pathsep) if e]
+    return os.pathsep.join(dict.fromkeys([root, *entries]))
+
+
 def run_build(plan: BuildPlan, work: Path, base_env: Mapping[str, str], timeout_s: float) -> Path:
     """Run the build subprocess; the shared object's path, or CompileError with the first errors."""
     _adopt_orphans()
@@ -208,6 +219,7 @@ def run_build(plan: BuildPlan, work: Path, base_env: Mapping[str, str], timeout_
     log_path = work / "build.log"
     env = {**base_env, **plan.env}
     package = __package__ or "harness.languages"
+    env["PYTHONPATH"] = build_pythonpath(env.get("PYTHONPATH", ""))
     with open(log_path, "wb") as log:
         proc = subprocess.Popen(
             [sys.executable, "-m", f"{package}.ext_main", str(job_path)],
