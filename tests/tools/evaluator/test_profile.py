@@ -9,6 +9,8 @@ private mode keeps the report and launch sizes out); the real profiler runs in t
 
 from __future__ import annotations
 
+import csv
+import io
 import json
 import os
 import shlex
@@ -190,3 +192,27 @@ def test_profile_command_argument_errors(tmp_path: Path) -> None:
     assert res.exit_code == 2 and "operator directory" in res.output
     res = runner.invoke(app, ["profile", str(RMSNORM), str(tmp_path), "--vendor", "intel"])
     assert res.exit_code == 2 and "--vendor 'intel': use nvidia or amd" in res.output
+
+
+@pytest.mark.parametrize(
+    ("unit", "gbps"),
+    [("Tbyte/s", 3600.326), ("TB/s", 3600.326), ("Tbyte/second", 3600.326), ("Gbyte/s", 3.600326),
+     ("byte/s", 3.600326e-9), ("furlong/fortnight", None)],
+)  # fmt: skip
+def test_a_rate_is_read_in_whatever_unit_ncu_spells(unit: str, gbps: float | None) -> None:
+    """On the H200 ncu's 3.600326 per-second DRAM rate came in a spelling the table lacked, and was taken
+    as GB/s: a 3.6 TB/s kernel read as 4 GB/s. Prefixes are read from the unit; an unknown unit gives no
+    figure, never a wrong one."""
+    lines = (SAMPLES / "ncu_raw.csv").read_text().splitlines()
+    start = next(i for i, line in enumerate(lines) if line.startswith('"ID"'))  # after ncu's ==PROF== lines
+    header, units, *rows = csv.reader(lines[start:])
+    column = header.index("dram__bytes.sum.per_second")
+    units[column] = unit
+    for row in rows:
+        if len(row) > column:  # a kernel's row (not ncu's closing lines)
+            row[column] = "3.600326"
+    out = io.StringIO()
+    out.write("\n".join(lines[:start]) + "\n")
+    csv.writer(out, quoting=csv.QUOTE_ALL).writerows([header, units, *rows])  # as ncu writes it
+    top = parse_ncu_raw_csv(out.getvalue())[0]
+    assert top.dram_gbps == (pytest.approx(gbps) if gbps is not None else None)
