@@ -299,11 +299,7 @@ class Sentinel:
         )
         if changed:
             found.append(f"reserved environment variables changed: {', '.join(changed)}")
-        extra = [
-            t
-            for t in threading.enumerate()
-            if t.ident not in self.threads and t.is_alive() and not _library_thread(t)
-        ]
+        extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if extra:
             found.append(f"threads left running: {', '.join(t.name for t in extra)}")
         found += modes_violation()
@@ -313,47 +309,32 @@ class Sentinel:
 def _library_setting(name: str, before: str | None, now: str | None) -> bool:
     """A reserved variable that torch itself sets the first time an honest kernel compiles with
     torch.compile (seen on the H200, round 4): inductor points TRITON_PTXAS_PATH at the ptxas torch ships,
-    where it was unset. Only that exact value counts; any other change stays a violation."""
+    where it was unset. Only that exact string counts, naming a regular file (not a link a candidate could
+    retarget: red team, round 4), and only where it was unset; any other change stays a violation."""
     if name != "TRITON_PTXAS_PATH" or before is not None or now is None:
         return False
-    shipped = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
-    return os.path.realpath(now) == os.path.realpath(shipped)
+    torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
+    shipped = {os.path.join(torch_dir, *parts, "bin", "ptxas") for parts in ((), ("_inductor",))}
+    return now in shipped and os.path.isfile(now) and not os.path.islink(now)
 
 
-def _library_thread(thread: threading.Thread) -> bool:
-    """tqdm's monitor, which torch.compile's progress bar starts in an honest kernel (seen on the H200,
-    round 4): a daemon that wakes every few seconds to refresh the progress bars registered with tqdm.
-    It is let pass only when none of what it runs can be the candidate's: an instance of tqdm's own
-    class, unpatched, loaded from outside the job directory (a `tqdm/` beside kernel.py would shadow the
-    real one), waking at most once a second, for tqdm's own bar classes only (a subclass's `refresh`
-    would run the candidate's code on that thread)."""
-    monitor = sys.modules.get("tqdm._monitor")
-    cls = getattr(monitor, "TMonitor", None)
-    if cls is None or type(thread) is not cls or not thread.daemon:
-        return False
-    package = os.path.dirname(os.path.realpath(getattr(monitor, "__file__", "") or "/"))
+def quiet_library_threads() -> None:
+    """Called in the worker before the candidate is imported (and before the Sentinel's snapshot): tqdm
+    starts a monitor thread with its first progress bar (torch.compile's, in an honest kernel: a "thread
+    left running" on the H200, round 4), and that thread runs hooks a candidate can fill (tqdm's own test
+    hook, a bar's file): so no monitor is started at all (tqdm's documented switch, monitor_interval = 0),
+    and any thread left running stays a violation. Only the installed tqdm is imported here, never one
+    beside kernel.py (the kernel directory is not on sys.path yet)."""
+    import importlib.util
 
-    def tqdm_own(c: type) -> bool:
-        module = sys.modules.get(c.__module__)
-        file = os.path.realpath(getattr(module, "__file__", "") or "/")
-        return c.__module__.split(".")[0] == "tqdm" and os.path.dirname(file) == package
-
-    run_code = getattr(vars(cls).get("run"), "__code__", None)
-    bars = getattr(thread, "tqdm_cls", None)
+    if importlib.util.find_spec("tqdm") is None:
+        return
     try:
-        instances = list(getattr(bars, "_instances", ()))
-        interval = float(getattr(thread, "sleep_interval", 0.0))
-    except Exception:
-        return False
-    return (
-        not package.startswith(os.path.realpath(os.getcwd()) + os.sep)
-        and run_code is not None
-        and os.path.dirname(os.path.realpath(run_code.co_filename)) == package
-        and interval >= 1.0
-        and isinstance(bars, type)
-        and all(tqdm_own(c) for c in bars.__mro__ if c is not object)
-        and all(tqdm_own(c) for i in instances for c in type(i).__mro__ if c is not object)
-    )
+        import tqdm
+
+        tqdm.tqdm.monitor_interval = 0
+    except Exception:  # a broken tqdm is the candidate's problem if it uses one, not the harness's
+        return
 
 
 def reserved_env() -> dict[str, str]:

@@ -151,6 +151,17 @@ def scan_source(source: str, filename: str) -> list[str]:
     def flag(node: ast.AST, what: str) -> None:
         found.append(f"{filename}:{getattr(node, 'lineno', '?')}: {what}")
 
+    # names bound to the environment (`env = os.environ`): a write through one writes the environment
+    # (red team, round 4: TRITON_PTXAS_PATH set that way went unseen here)
+    environs = {
+        t.id
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign | ast.AnnAssign | ast.NamedExpr)
+        and isinstance(n.value, ast.Attribute | ast.Name)
+        and (n.value.attr if isinstance(n.value, ast.Attribute) else n.value.id) == "environ"
+        for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+        if isinstance(t, ast.Name)
+    }
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
@@ -194,7 +205,9 @@ def scan_source(source: str, filename: str) -> list[str]:
             targets = list(node.targets)
         targets = targets + binding_targets(node)  # `for statistics.median in [f]:` binds an attribute too
         for target in _flatten(targets):
-            if isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
+            if isinstance(target, ast.Subscript) and root(target) in environs:
+                flag(node, f"changes os.environ (through {root(target)!r})")
+            elif isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
             elif isinstance(target, ast.Attribute) and not own_instance(target, root(target), parents):
                 # `T = torch.Tensor; T.clone = ...`: an alias of a module, class or function patched
@@ -202,8 +215,10 @@ def scan_source(source: str, filename: str) -> list[str]:
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
-            and isinstance(node.func.value, ast.Attribute)
-            and node.func.value.attr == "environ"
+            and (
+                (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "environ")
+                or (isinstance(node.func.value, ast.Name) and node.func.value.id in environs)
+            )
             and node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__")
         ):
             flag(node, f"changes os.environ ({node.func.attr})")

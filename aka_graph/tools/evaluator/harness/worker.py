@@ -19,7 +19,7 @@ import torch
 from .bench import Bench, FreshSets, park_large, value_bytes
 from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
-from .guards import Sentinel, output_violations
+from .guards import Sentinel, output_violations, quiet_library_threads
 from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
@@ -99,6 +99,7 @@ class Worker:
         self.local = {parent: local for local, parent in enumerate(chosen)}
         self.ref_module = load_reference(self.op)
         self.factory = InputFactory(self.op, self.device, self.ref_module, load_input_module(self.op))
+        quiet_library_threads()  # guards.py: why
         self.sentinel = Sentinel()  # captured before the candidate is imported
 
     def sync(self) -> None:

@@ -11,13 +11,11 @@ on the GPU by the red team's benchmark.
 from __future__ import annotations
 
 import io
-import os
 import string
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
 from aka_graph.tools.evaluator.harness.policy import scan_source
 from tests.tools.evaluator.harness.test_gates import (
@@ -333,50 +331,49 @@ def test_the_second_policy_leaves_common_honest_idioms_alone() -> None:
 
 
 def test_torch_compile_pointing_triton_at_torchs_own_ptxas_is_not_a_violation(
-    monkeypatch: pytest.MonkeyPatch,
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """torch.compile (inductor) sets TRITON_PTXAS_PATH to the ptxas torch ships, where it was unset."""
-    from aka_graph.tools.evaluator.harness.guards import Sentinel
+    """torch.compile (inductor) sets TRITON_PTXAS_PATH to the ptxas torch ships, where it was unset: that
+    exact path of a regular file passes; a link to it (retargetable) or any other path does not."""
+    from aka_graph.tools.evaluator.harness import guards
 
+    fake_torch = tmp_path / "site" / "torch"
+    (fake_torch / "bin").mkdir(parents=True)
+    (fake_torch / "bin" / "ptxas").write_text("#!/bin/sh\n")
+    monkeypatch.setattr(guards.torch, "__file__", str(fake_torch / "__init__.py"))
     monkeypatch.delenv("TRITON_PTXAS_PATH", raising=False)
-    sentinel = Sentinel()
-    monkeypatch.setenv("TRITON_PTXAS_PATH", os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas"))
+    sentinel = guards.Sentinel()
+    monkeypatch.setenv("TRITON_PTXAS_PATH", str(fake_torch / "bin" / "ptxas"))
     assert sentinel.violations() == []
-    monkeypatch.setenv("TRITON_PTXAS_PATH", "/tmp/my_ptxas")  # anything else stays a violation
-    assert sentinel.violations() == ["reserved environment variables changed: TRITON_PTXAS_PATH"]
+    changed = ["reserved environment variables changed: TRITON_PTXAS_PATH"]
+    link = tmp_path / "ptxas"
+    link.symlink_to(fake_torch / "bin" / "ptxas")
+    monkeypatch.setenv("TRITON_PTXAS_PATH", str(link))
+    assert sentinel.violations() == changed
+    monkeypatch.setenv("TRITON_PTXAS_PATH", "/tmp/my_ptxas")
+    assert sentinel.violations() == changed
 
 
-def test_tqdms_own_monitor_thread_passes_and_a_bar_subclass_on_it_does_not() -> None:
-    """torch.compile's progress bar starts tqdm's monitor thread; a thread that runs the candidate's code
-    (its own tqdm subclass, whose refresh the monitor calls) is still a thread left running."""
+def test_the_worker_switches_tqdms_monitor_off_and_any_monitor_thread_is_flagged() -> None:
+    """torch.compile's progress bar started tqdm's monitor thread in an honest kernel (a false alarm on the
+    H200); that thread runs hooks a candidate can fill (red team, round 4), so none is let pass: the
+    worker switches the monitor off before the candidate is imported, and a bar then starts no thread."""
     import tqdm
     from tqdm._monitor import TMonitor
 
-    from aka_graph.tools.evaluator.harness.guards import Sentinel
+    from aka_graph.tools.evaluator.harness.guards import Sentinel, quiet_library_threads
 
-    sentinel = Sentinel()
-    honest = TMonitor(tqdm.tqdm, 10)
+    saved = tqdm.tqdm.monitor_interval
     try:
-        assert sentinel.violations() == []
+        quiet_library_threads()
+        sentinel = Sentinel()
+        with tqdm.tqdm(total=3, file=io.StringIO()) as bar:
+            bar.update(3)
+        assert sentinel.violations() == []  # torch.compile's bar, as an honest kernel makes one
+        monitor = TMonitor(tqdm.tqdm, 10)  # started by hand: the candidate's doing
+        try:
+            assert sentinel.violations() == ["threads left running: tqdm_monitor"]
+        finally:
+            monitor.exit()
     finally:
-        honest.exit()
-
-    class Busy(tqdm.tqdm):  # the candidate's class: the monitor would call its refresh every interval
-        def refresh(self, *a: object, **k: object) -> None:
-            pass
-
-    bar = Busy(total=10, disable=False, file=io.StringIO())  # starts a monitor for Busy: flagged
-    sneaky = TMonitor(tqdm.tqdm, 10)  # tqdm's own bars, but Busy's bar is registered with them: flagged
-    try:
-        found = sentinel.violations()
-        assert found == ["threads left running: tqdm_monitor, tqdm_monitor"], found
-    finally:
-        bar.close()
-        sneaky.exit()
-        if isinstance(Busy.monitor, TMonitor):
-            Busy.monitor.exit()
-    fast = TMonitor(tqdm.tqdm, 0.001)  # waking a thousand times a second: not a monitor's pace
-    try:
-        assert sentinel.violations() == ["threads left running: tqdm_monitor"]
-    finally:
-        fast.exit()
+        tqdm.tqdm.monitor_interval = saved

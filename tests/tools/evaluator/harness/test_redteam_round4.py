@@ -1,14 +1,16 @@
 """Red team, round four: the defences changed after the H200 round-4 findings (a71b9ed, bbfc992, 4bdc107).
 
-Each test asserts the verdict the harness SHOULD give. Those that fail today are marked
-`xfail(strict=True)` with the reason (the lead engineer fixes the harness; then the marker goes):
+Each test asserts the verdict the harness should give. Found by the red team and fixed since (the
+tests failed on 3d05c1c's harness):
 
-- guards._library_thread lets tqdm's TMonitor run, but a TMonitor takes its clock and stop event from the
+- guards._library_thread let tqdm's TMonitor run, but a TMonitor takes its clock and stop event from the
   class-level dict `TMonitor._test` (tqdm's unit-test hook): filled by a method call the static policy
-  lets through, it runs the candidate's function on a thread that outlives every call, unflagged.
-- guards._library_setting compares the realpath of TRITON_PTXAS_PATH with torch's ptxas: a symlink the
-  candidate made (and may retarget) passes; the write itself goes through an alias of os.environ, which
-  the static policy does not see.
+  lets through, it ran the candidate's function on a thread that outlives every call, unflagged. Now no
+  tqdm thread is let pass: the worker switches tqdm's monitor off before the candidate is imported.
+- guards._library_setting compared the realpath of TRITON_PTXAS_PATH with torch's ptxas: a symlink the
+  candidate made (and may retarget) passed; the write itself went through an alias of os.environ, which
+  the static policy did not see. Now only the exact path of a regular file counts, and the policy
+  follows names bound to os.environ.
 - modes._time_round's dispute retry: a final failure whose text the candidate controls (an exception
   raised during the burst) must not be mistaken for a clock disagreement and retried (passes today).
 """
@@ -37,7 +39,6 @@ SHIPPED_PTXAS = os.path.join(os.path.dirname(torch.__file__), "bin", "ptxas")
 # --- 2. guards._library_thread: tqdm's own monitor running the candidate's code ------------------------
 
 
-@pytest.mark.xfail(strict=True, reason="_library_thread checks TMonitor's class, not the hooks its run calls")
 @pytest.mark.parametrize("hook", ["time", "Event"])
 def test_a_tmonitor_running_the_candidates_code_through_tqdms_test_hook_is_a_thread_left_running(
     hook: str,
@@ -79,7 +80,6 @@ def test_a_tmonitor_running_the_candidates_code_through_tqdms_test_hook_is_a_thr
         monitor.join(5)
 
 
-@pytest.mark.xfail(strict=True, reason="a TMonitor whose clock is the candidate's loop passes the sentinel")
 def test_a_hidden_tmonitor_thread_is_reward_hack_through_the_harness(tmp_path: Path) -> None:
     res = run_harness(tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "redteam4_tqdm_test_hook",
                       CHEAT_SHAPES, seeds=1)  # fmt: skip
@@ -90,7 +90,6 @@ def test_a_hidden_tmonitor_thread_is_reward_hack_through_the_harness(tmp_path: P
 # --- 2. guards._library_setting: TRITON_PTXAS_PATH through a link the candidate owns --------------------
 
 
-@pytest.mark.xfail(strict=True, reason="_library_setting compares realpaths: the candidate's symlink passes")
 def test_triton_ptxas_path_naming_the_candidates_own_symlink_is_a_violation(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -105,12 +104,10 @@ def test_triton_ptxas_path_naming_the_candidates_own_symlink_is_a_violation(
     assert found == ["reserved environment variables changed: TRITON_PTXAS_PATH"]
 
 
-@pytest.mark.xfail(strict=True, reason="the policy does not follow an alias of os.environ")
 def test_the_policy_flags_a_write_through_an_alias_of_os_environ() -> None:
     assert scan_source("import os\nenv = os.environ\nenv['TRITON_PTXAS_PATH'] = '/tmp/x'\n", "kernel.py")
 
 
-@pytest.mark.xfail(strict=True, reason="a symlinked TRITON_PTXAS_PATH, written through an alias, passes")
 def test_a_candidate_pointing_triton_at_its_own_ptxas_link_is_reward_hack_through_the_harness(
     tmp_path: Path,
 ) -> None:
