@@ -17,7 +17,7 @@ from typing import Any
 import torch
 
 from .opmodel import Operator, OperatorError, TensorSpec, Workload
-from .rng import seeded
+from .rng import all_seeded
 from .safetensors_io import load_tensor
 
 DTYPES: dict[str, torch.dtype] = {
@@ -118,8 +118,6 @@ def name_rule(name: str, ndim: int, op_is_norm: bool, description: str = "") -> 
         return "binary_mask"
     if low in ("attn_weights", "attention_weights", "routing_weights"):
         return "softmax"
-    if "mask" in toks or low.endswith("mask"):
-        return "causal_mask"
     if "cos" in toks or "sin" in toks:
         return "cos" if "cos" in toks else "sin"
     if any(t in ("rstd", "std", "var", "variance", "invstd", "inv_std") for t in toks):
@@ -215,12 +213,13 @@ def _random_tensor(
     if scale != 1.0 and rule in ("ones", "zeros"):
         rule = "randn"  # the extra-scale seed: a kernel that ignores a norm weight must fail
     square = len(shape) >= 2 and shape[-1] == shape[-2]
-    if rule in ("causal_mask", "sol_causal_mask") and square:
+    if rule == "sol_causal_mask" and square:
         keep = torch.ones(shape[-2:], dtype=torch.bool, device=device).tril().expand(shape)
-        fill = torch.finfo(dtype).min if rule == "sol_causal_mask" else float("-inf")
-        return torch.zeros(shape, dtype=dtype, device=device).masked_fill(~keep, fill)
-    if rule in ("causal_mask", "sol_causal_mask"):
-        rule = "binary_mask" if rule == "sol_causal_mask" else "randn"
+        return torch.zeros(shape, dtype=dtype, device=device).masked_fill(~keep, torch.finfo(dtype).min)
+    if rule == "sol_causal_mask":  # not square: SOL's binary rule where it applies, else plain randn
+        low, desc = name.lower(), description.lower()
+        binary = low in BINARY_MASKS or (low.endswith("_mask") and any(k in desc for k in BINARY_WORDS))
+        rule = "binary_mask" if binary else "randn"
     fan_in = shape[-1] if shape else 1
     numel = math.prod(shape)
     row = shape[-1] if shape and shape[-1] else 1
@@ -392,7 +391,8 @@ class InputFactory:
             for s in self.op.inputs
             if (d := wl.descriptors.get(s.name, {})).get("type") == "scalar"
         }
-        with seeded(seed, self.device):  # a private generator state: never a capture's (see rng.py)
+        # torch's, Python's and numpy's generators: a generator may draw from any (SOL seeds all three)
+        with all_seeded(seed, self.device):  # a private generator state: never a capture's (see rng.py)
             out = fn({**wl.axes, **scalars}, self.device)
         if not isinstance(out, dict):
             raise OperatorError(
@@ -411,7 +411,7 @@ class InputFactory:
 
         if "device" in inspect.signature(make).parameters:
             kwargs["device"] = self.device
-        with seeded(seed, self.device):
+        with all_seeded(seed, self.device):
             out = make(**kwargs)
         if isinstance(out, dict):
             out = list(out.values())

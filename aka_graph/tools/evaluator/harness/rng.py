@@ -11,6 +11,8 @@ previous state is put back afterwards; and a failed capture replaces the default
 from __future__ import annotations
 
 import contextlib
+import random
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -52,6 +54,26 @@ def seeded(seed: int, device: torch.device) -> Iterator[None]:
         torch.random.set_rng_state(cpu_state)
         if gen is not None and saved is not None:
             gen.graphsafe_set_state(saved)
+
+
+@contextlib.contextmanager
+def all_seeded(seed: int, device: torch.device) -> Iterator[None]:
+    """torch's generators (`seeded`) and Python's `random` (and numpy's, when loaded) seeded for the
+    duration and restored afterwards: SOL's driver seeds all three, and operator code (a reference, a
+    custom input generator) may draw from any of them."""
+    state = random.getstate()
+    numpy = sys.modules.get("numpy")
+    np_state = numpy.random.get_state() if numpy is not None else None
+    random.seed(seed)
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
+    try:
+        with seeded(seed, device):
+            yield
+    finally:
+        random.setstate(state)
+        if numpy is not None:
+            numpy.random.set_state(np_state)
 
 
 def heal_after_failed_capture(device: torch.device) -> None:

@@ -4,38 +4,17 @@
 from __future__ import annotations
 
 import contextlib
-import random
-import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import torch
 
 from .inputs import poison_
-from .rng import seeded
+from .rng import all_seeded
 
 
 class ReturnError(RuntimeError):
     """The kernel returned something that is not the declared outputs."""
-
-
-@contextlib.contextmanager
-def _all_seeded(seed: int, device: torch.device) -> Iterator[None]:
-    """torch's generators (rng.seeded) and Python's `random` (and numpy's, when loaded) seeded for a call
-    and restored afterwards: SOL's driver seeds all three (once per run)."""
-    state = random.getstate()
-    numpy = sys.modules.get("numpy")
-    np_state = numpy.random.get_state() if numpy is not None else None
-    random.seed(seed)
-    if numpy is not None:
-        numpy.random.seed(seed % (1 << 32))
-    try:
-        with seeded(seed, device):
-            yield
-    finally:
-        random.setstate(state)
-        if numpy is not None:
-            numpy.random.set_state(np_state)
 
 
 class KernelRunner:
@@ -66,7 +45,7 @@ class KernelRunner:
         see the same numbers (correctness calls only: never inside a CUDA-graph capture)."""
         # SOL's driver calls run() with grad mode on: a backward reference may use torch.autograd. A
         # native Model's parameters would record graphs, so its calls stay in no_grad.
-        rng = _all_seeded(rng_seed, self.device) if rng_seed is not None else contextlib.nullcontext()
+        rng = all_seeded(rng_seed, self.device) if rng_seed is not None else contextlib.nullcontext()
         grad = torch.no_grad() if isinstance(self.fn, torch.nn.Module) else contextlib.nullcontext()
         with rng, grad:
             if self.dps:

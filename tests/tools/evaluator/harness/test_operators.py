@@ -146,8 +146,8 @@ def test_sol_name_rules_generate_the_documented_distributions(tmp_path: Path) ->
     v = dict(zip(names, InputFactory(op, torch.device("cpu")).make(wl, 7, 1.0), strict=True))
     assert torch.equal(v["weight"], torch.ones(8, dtype=torch.bfloat16))  # norm weight -> ones
     assert float(v["up_proj"].std()) == pytest.approx(1 / math.sqrt(8), rel=0.6)  # randn / sqrt(fan_in)
-    mask = v["attn_mask"]
-    assert torch.equal(torch.isinf(mask), ~torch.ones(4, 4, dtype=torch.bool).tril())  # causal
+    mask = v["attn_mask"]  # not one of SOL's mask names: plain randn, as SOL draws it
+    assert bool(torch.isfinite(mask).all()) and float(mask.std()) > 0.3
     assert float(v["rstd"].min()) >= 0.1  # |randn| + 0.1
     assert float(v["freqs_cos"].abs().max()) <= 1.0
     assert v["idx"].dtype == torch.int32 and int(v["idx"].min()) >= -1024 and int(v["idx"].max()) < 1024

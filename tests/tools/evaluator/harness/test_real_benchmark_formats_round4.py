@@ -75,13 +75,6 @@ def test_workloads_sharing_a_uuid_are_both_loaded() -> None:
     assert [w.axes["N"] for w in op.workloads] == [5, 70]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="InputFactory._custom seeds only torch's generators (rng.seeded), not Python's random or "
-    "numpy's, so a custom_inputs_entrypoint drawing from them makes other inputs on every call: the "
-    "parent and the worker disagree (evaluator: \"seed 0: the worker's inputs differ from the parent's "
-    '(non-deterministic input generation or tampering)", INCORRECT)',
-)
 def test_a_generator_drawing_from_pythons_and_numpys_rng_is_deterministic_per_seed() -> None:
     op = load_operator(FIXTURES / "r4_custom_python_numpy_rng")
     factory = InputFactory(op, CPU, load_reference(op))
@@ -94,13 +87,6 @@ def test_a_generator_drawing_from_pythons_and_numpys_rng_is_deterministic_per_se
     assert digest(a) == digest(b)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="inputs.name_rule maps any float input whose name has the token 'mask' to 'causal_mask' (0 on "
-    "and below the diagonal, -inf above when square); SOL's io.py draws such a name as plain randn (only "
-    "attention_mask/causal_mask or a 'causal attention mask' description get finfo.min): a "
-    "multiplicative mask then makes the reference NaN/inf almost everywhere",
-)
 def test_a_square_float_input_named_mask_is_drawn_finite_like_sols_randn() -> None:
     v = _values("r4_multiplicative_square_mask")
     mask = v["mask"]
@@ -140,12 +126,6 @@ def test_a_wrong_candidate_on_each_round4_convention_is_incorrect(
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="vacuous: our square 'mask' is 0/-inf (inputs.name_rule 'causal_mask'), so x @ (weight * mask).T "
-    "is NaN/inf almost everywhere for the reference and for any candidate, and NaN matching NaN passes "
-    "(numerics.check_output 'both_same'): a candidate off by 1.5x is PASS (SOL draws randn: INCORRECT)",
-)
 def test_a_wrong_candidate_on_a_multiplicative_square_mask_is_incorrect(tmp_path: Path) -> None:
     name = "r4_multiplicative_square_mask"
     source = reference_candidate(FIXTURES / name, ("(weight * mask)", "(weight * mask * 1.5)"))
@@ -154,12 +134,6 @@ def test_a_wrong_candidate_on_a_multiplicative_square_mask_is_incorrect(tmp_path
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason="InputFactory._custom seeds only torch's generators: a generator drawing from Python's random "
-    "/ numpy makes other inputs in the parent and the worker (INCORRECT: \"seed 0: the worker's inputs "
-    "differ from the parent's (non-deterministic input generation or tampering)\")",
-)
 def test_a_generator_on_pythons_and_numpys_rng_passes_with_its_own_reference(tmp_path: Path) -> None:
     name = "r4_custom_python_numpy_rng"
     code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), "--all-workloads")
