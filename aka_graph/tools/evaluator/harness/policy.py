@@ -230,6 +230,8 @@ def scan_source(source: str, filename: str) -> list[str]:
                 names += [f"{node.module}.{a.name}" for a in node.names if node.module]
             for name in names:
                 dotted = name.split(".")
+                if dotted[0] == "sys" and sys_constants_only(node, tree, parents):
+                    continue  # `sys.float_info.max` in a reference (an SOL mask fill): a constant read
                 if dotted[0] in BANNED_MODULES or any(
                     ".".join(dotted[: i + 1]) in BANNED_DOTTED for i in range(len(dotted))
                 ):
@@ -255,6 +257,47 @@ def scan_source(source: str, filename: str) -> list[str]:
             elif name in BANNED_ATTRIBUTES or name in BANNED_CALLS or name in BANNED_MODULES:
                 flag(node, f"getattr(..., {name!r})")
     return found
+
+
+# What a kernel may read from `sys`: numeric limits and platform facts, all read-only values. Anything else
+# (modules, hooks, tracing, frames, the standard streams the worker's protocol may share) keeps `sys` banned.
+SAFE_SYS = frozenset(
+    {"float_info", "int_info", "maxsize", "byteorder", "version_info", "hexversion", "float_repr_style"}
+)
+
+
+def sys_constants_only(
+    node: ast.Import | ast.ImportFrom, tree: ast.AST, parents: dict[int, ast.AST]
+) -> bool:
+    """Whether this import of `sys` only serves reads of SAFE_SYS constants: `import sys` (or `as s`) whose
+    name is used nowhere but as `sys.<safe>` in a read, never rebound or passed on; or `from sys import
+    <safe>, ...`. A reference that fills a mask with -sys.float_info.max was refused as its own candidate
+    (round 4); `sys.modules`, `s = sys`, `f(sys)`, `sys.float_info = x` still are."""
+    if isinstance(node, ast.ImportFrom):
+        return node.module == "sys" and all(a.name in SAFE_SYS for a in node.names)
+    mine = [a for a in node.names if a.name == "sys"]
+    if len(mine) != 1:
+        return False
+    bound = mine[0].asname or "sys"
+    for use in ast.walk(tree):
+        if isinstance(use, ast.Name) and use.id == bound:
+            parent = parents.get(id(use))
+            if not (
+                isinstance(use.ctx, ast.Load)
+                and isinstance(parent, ast.Attribute)
+                and parent.value is use
+                and parent.attr in SAFE_SYS
+                and isinstance(parent.ctx, ast.Load)
+            ):
+                return False
+        elif isinstance(use, ast.alias) and use is not mine[0] and _bound_by(use) == bound:
+            return False  # another import binds the same name
+    return True
+
+
+def _bound_by(alias: ast.alias) -> str:
+    """The name an import binds (`import a.b` binds `a`)."""
+    return alias.asname or alias.name.split(".")[0]
 
 
 def _flatten(targets: list[ast.expr]) -> list[ast.expr]:

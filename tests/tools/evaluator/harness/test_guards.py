@@ -256,11 +256,45 @@ def test_the_source_policy_leaves_honest_kernels_alone() -> None:
     assert scan_source("import math\nf = getattr(math, 'sq' + 'rt')\n", "k.py")
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\nFILL = -sys.float_info.max\n",
+        "import torch, sys as s\ndef run(x):\n    return x.masked_fill(x < 0, -s.float_info.max)\n",
+        "from sys import float_info, maxsize\nM = min(maxsize, int(float_info.max))\n",
+    ],
+)
+def test_sys_constants_are_allowed(source: str) -> None:
+    """A reference that fills a mask with -sys.float_info.max was refused as its own candidate (round 4):
+    reading sys's numeric limits is not reaching into the interpreter."""
+    assert scan_source(source, "kernel.py") == []
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import sys\nsys.modules['harness'] = None\n",
+        "import sys\nsys.meta_path.insert(0, object())\n",
+        "import sys\nsys.addaudithook(print)\n",
+        "import sys\nsys.monitoring.use_tool_id(1, 'x')\n",
+        "import sys\nsys.stdout.write('x')\n",  # the worker's streams are the harness's
+        "import sys\ns = sys\n",
+        "import sys\nprint(sys)\n",
+        "import sys\nx = getattr(sys, 'float_info')\n",
+        "import sys\nsys.float_info = None\n",
+        "import sys\nimport os as sys\nsys.float_info\n",
+        "from sys import float_info, modules\n",
+    ],
+)
+def test_anything_else_from_sys_stays_a_violation(source: str) -> None:
+    assert scan_source(source, "kernel.py")
+
+
 @pytest.mark.slow
 def test_a_kernel_violating_the_source_policy_is_a_reward_hack_before_any_call(tmp_path: Path) -> None:
-    kernel = write_kernel(tmp_path, "import sys\n" + HONEST_DPS)
+    kernel = write_kernel(tmp_path, "import gc\n" + HONEST_DPS)
     res = run_harness(tmp_path, RMSNORM, kernel, shape_ids=[BATCH1])
-    assert res["status"] == "REWARD_HACK" and "kernel.py:1: imports 'sys'" in res["message"]
+    assert res["status"] == "REWARD_HACK" and "kernel.py:1: imports 'gc'" in res["message"]
     assert all(w["latency_us"] is None for w in res["workloads"])
 
 

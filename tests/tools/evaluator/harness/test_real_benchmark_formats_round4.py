@@ -141,12 +141,6 @@ def test_a_generator_on_pythons_and_numpys_rng_passes_with_its_own_reference(tmp
 
 
 @pytest.mark.slow
-@pytest.mark.xfail(
-    strict=True,
-    reason='the candidate policy rejects any `import sys` (REWARD_HACK: "the kernel source reaches into '
-    "the interpreter or patches global state, which kernels must not do: kernel.py:1: imports 'sys'\"), "
-    "so a reference reading sys.float_info fails as its own candidate",
-)
 def test_a_reference_importing_sys_for_a_float_limit_passes(tmp_path: Path) -> None:
     name = "r4_reference_imports_sys"
     code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name))
