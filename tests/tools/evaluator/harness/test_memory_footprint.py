@@ -91,7 +91,10 @@ def test_the_harness_holds_a_small_multiple_of_one_calls_inputs(tmp_path: Path) 
         f"above one expert: worker +{worker / MIB:.0f} MiB ({worker / W:.1f} W), "
         f"parent +{parent / MIB:.0f} MiB ({parent / W:.1f} W); W = {W / MIB:.0f} MiB"
     )
-    # both processes were measured (the worker reaped, not a wrapper of it): each held the inputs once
-    assert small["worker"] > 150 * MIB and worker >= W and parent >= W
+    # both processes were measured (the worker reaped, not a wrapper of it): each held the inputs once.
+    # Absolute peaks, not differences: under load the one-expert run's own peak varies by ~200 MiB (its
+    # host timing draws as many temporaries as the time allows), which once left the parent's difference
+    # at 0.8 W in a loaded CI run although it held the inputs
+    assert small["worker"] > 150 * MIB and large["worker"] >= W and large["parent"] >= W
     assert worker <= WORKER_BOUND, f"the worker held {worker / W:.1f}x one call's inputs beyond a small call"
     assert parent <= PARENT_BOUND, f"the parent held {parent / W:.1f}x one call's inputs beyond a small call"
