@@ -60,6 +60,20 @@ FORMAT_FIXTURES = [
     "host_built_output",
     "custom_ragged_shapes",
     "inference_mode_inplace",
+    # round 4, conventions read from SOL-ExecBench's own source (test_real_benchmark_formats_round4.py)
+    "r4_reference_prints",  # stdout at import and per call (JSON-like lines too), warnings
+    "r4_main_guard",  # an `if __name__ == '__main__':` block that must not run; __file__ read at import
+    "r4_custom_layouts",  # column-major, channels_last and storage-offset inputs from a generator
+    "r4_custom_undeclared_dtypes",  # torch.randint's int64 for a declared int32, float32 for bfloat16
+    "r4_custom_python_containers",  # a Python list for a tensor input, a 0-d tensor for a scalar input
+    "r4_custom_python_numpy_rng",  # a generator drawing from Python's random and numpy
+    "r4_data_dependent_output",  # x[x > 0]: the output's length depends on the values
+    "r4_declared_shape_mismatch",  # returned [B, H, 1] / [B] where [B, H] / [B, 1] are declared
+    "r4_python_scalar_outputs",  # int / bool / float returned for 0-d and shape-null outputs
+    "r4_kwonly_defaults",  # run(x, gate, /, eps=..., *, approximate=..., _table={})
+    "r4_duplicate_uuid",  # two workloads with one uuid
+    "r4_multiplicative_square_mask",  # a float input named `mask`: plain randn, as SOL draws it
+    "r4_reference_imports_sys",  # -sys.float_info.max as a fill value
 ]
 
 
@@ -334,6 +348,13 @@ def test_each_format_fixture_passes_with_its_own_reference(tmp_path: Path, name:
         ("dict_and_list_returns", ("'mean': float(m.item())", "'mean': float(m.item()) + 1.0"), "mean"),
         ("autograd_reference", ("y, x, grad_out)", "y, x, 2 * grad_out)"), "grad_x"),
         ("custom_generator_conventions", ("seg.sum(0) * scale", "seg.sum(0)"), "sums"),
+        ("r4_data_dependent_output", ("* 3.0", "* 3.1"), "pos"),
+        ("r4_declared_shape_mismatch", ("keepdim=True)", "keepdim=False)"), "lse"),  # SOL: shape too
+        ("r4_custom_layouts", ("* 2.0", "* 2.5"), "pix"),
+        ("r4_python_scalar_outputs", ("int(x.argmax())", "int(x.argmin())"), "argmax"),
+        ("r4_custom_undeclared_dtypes", ("out += topk", "out -= topk"), "out"),
+        # vacuous while a square float `mask` was drawn 0/-inf (NaN outputs matched NaN)
+        ("r4_multiplicative_square_mask", ("(weight * mask)", "(weight * mask * 1.5)"), ""),
     ],
 )
 def test_a_wrong_candidate_on_each_convention_is_still_incorrect(
