@@ -25,6 +25,7 @@ from typer.testing import CliRunner
 from aka_graph.cli import app
 from aka_graph.tools.evaluator.profile import (
     NCU_CSV,
+    ProfileResult,
     harness_argv,
     job_script,
     ncu_argv,
@@ -113,13 +114,13 @@ while [ $# -gt 0 ]; do case "$1" in */python*) break;; *) shift;; esac; done
 """
 
 
-@pytest.mark.parametrize("private", [False, True])
-def test_profile_job_writes_summary_and_report(tmp_path: Path, private: bool) -> None:
+def profile_with(tmp_path: Path, ncu_script: str, private: bool = False) -> ProfileResult:
+    """`profile_kernel` on the rmsnorm fixture in a local sandbox, `ncu_script` being the ncu on PATH."""
     from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
 
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    (bin_dir / "ncu").write_text(STAND_IN.format(sample=SAMPLES / "ncu_raw.csv"))
+    (bin_dir / "ncu").write_text(ncu_script)
     (bin_dir / "ncu").chmod(0o755)
     kernel = tmp_path / "kernel.py"
     kernel.write_text(TORCH_RMSNORM)
@@ -127,19 +128,16 @@ def test_profile_job_writes_summary_and_report(tmp_path: Path, private: bool) ->
     os.environ["PATH"] = f"{bin_dir}:{old_path}"
     try:
         sandbox = make_sandbox(SandboxSpec(isolation="none"))
-        out = tmp_path / "profiles"
-        result = profile_kernel(
-            sandbox,
-            RMSNORM,
-            kernel,
-            out,
-            shape_id=BATCH7,
-            private=private,
-            python=sys.executable,
-            timeout_s=300,
-        )
+        return profile_kernel(sandbox, RMSNORM, kernel, tmp_path / "profiles", shape_id=BATCH7,
+                              private=private, python=sys.executable, timeout_s=300)  # fmt: skip
     finally:
         os.environ["PATH"] = old_path
+
+
+@pytest.mark.parametrize("private", [False, True])
+def test_profile_job_writes_summary_and_report(tmp_path: Path, private: bool) -> None:
+    result = profile_with(tmp_path, STAND_IN.format(sample=SAMPLES / "ncu_raw.csv"), private)
+    out = tmp_path / "profiles"
     assert result.ok, result.message
     assert result.summary is not None and result.summary.workload == BATCH7
     saved = json.loads((out / f"profile_{BATCH7}.json").read_text())
@@ -165,22 +163,7 @@ exit 1
 def test_a_failing_profiler_says_why_from_its_stdout(tmp_path: Path) -> None:
     """ncu prints its own errors on stdout (==ERROR== ...): a failed job's message carries them, never an
     empty 'exit 1:' (seen on the H200, round 4)."""
-    from aka_graph.tools.evaluator.sandbox.factory import SandboxSpec, make_sandbox
-
-    bin_dir = tmp_path / "bin"
-    bin_dir.mkdir()
-    (bin_dir / "ncu").write_text(FAILING_NCU)
-    (bin_dir / "ncu").chmod(0o755)
-    kernel = tmp_path / "kernel.py"
-    kernel.write_text(TORCH_RMSNORM)
-    old_path = os.environ["PATH"]
-    os.environ["PATH"] = f"{bin_dir}:{old_path}"
-    try:
-        sandbox = make_sandbox(SandboxSpec(isolation="none"))
-        result = profile_kernel(sandbox, RMSNORM, kernel, tmp_path / "profiles", shape_id=BATCH7,
-                                python=sys.executable, timeout_s=120)  # fmt: skip
-    finally:
-        os.environ["PATH"] = old_path
+    result = profile_with(tmp_path, FAILING_NCU)
     assert not result.ok
     assert result.message.startswith("the profiler job failed (exit 1): ")
     assert "ERR_NVGPUCTRPERM" in result.message
