@@ -17,6 +17,7 @@ import io
 import json
 import re
 import shlex
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -48,8 +49,6 @@ _TIME_UNITS = {
     "ms": 1e3,
     "second": 1e6,
 }
-_RATE_UNITS = {"byte/second": 1e-9, "Kbyte/second": 1e-6, "Mbyte/second": 1e-3, "Gbyte/second": 1.0}
-_RATE_UNITS |= {"Tbyte/second": 1e3, "B/s": 1e-9, "KB/s": 1e-6, "MB/s": 1e-3, "GB/s": 1.0, "TB/s": 1e3}
 
 
 @dataclass
@@ -121,23 +120,23 @@ def _number(text: str | None) -> float | None:
         return None
 
 
+# a rate's unit read from its parts, whatever ncu's version spells (Tbyte/s, TB/s, Tbyte/second, B/s)
 _RATE = re.compile(r"^(?P<prefix>[kKmMgGtTpP]?)(?:byte|B)\s*/\s*(?:s|sec|second)$")
 _RATE_PREFIX = {"": 1e-9, "k": 1e-6, "m": 1e-3, "g": 1.0, "t": 1e3, "p": 1e6}
 
 
-def _scaled(value: float | None, unit: str, table: dict[str, float]) -> float | None:
-    """`value` in the table's unit (us, GB/s). A rate's unit is read from its parts, whatever ncu's
-    version spells (Tbyte/s, TB/s, Tbyte/second: on the H200 a 3.6 TB/s kernel read as 4 GB/s when an
-    unlisted spelling counted as GB/s); an unknown unit gives no figure rather than a wrong one."""
-    if value is None:
-        return None
+def _micros(value: float, unit: str) -> float | None:
+    """A duration in us; an unknown unit gives no figure rather than a wrong one (no unit: as it is)."""
     unit = unit.strip()
-    if unit in table:
-        return value * table[unit]
-    rate = _RATE.match(unit) if table is _RATE_UNITS else None
-    if rate:
-        return value * _RATE_PREFIX[rate["prefix"].lower()]
-    return value if not unit else None
+    return value * _TIME_UNITS[unit] if unit in _TIME_UNITS else (None if unit else value)
+
+
+def _gbps(value: float, unit: str) -> float | None:
+    """A rate in GB/s (on the H200 a 3.6 TB/s kernel read as 4 GB/s when a spelling missing from a table
+    of units counted as GB/s); an unknown unit gives no figure rather than a wrong one."""
+    unit = unit.strip()
+    rate = _RATE.match(unit)
+    return value * _RATE_PREFIX[rate["prefix"].lower()] if rate else (None if unit else value)
 
 
 def parse_ncu_raw_csv(text: str) -> list[KernelProfile]:
@@ -159,7 +158,9 @@ def parse_ncu_raw_csv(text: str) -> list[KernelProfile]:
             continue
         by_name.setdefault(row[col["Kernel Name"]], []).append(row)
 
-    def mean(rows_: list[list[str]], name: str, table: dict[str, float] | None = None) -> float | None:
+    def mean(
+        rows_: list[list[str]], name: str, convert: Callable[[float, str], float | None] | None = None
+    ) -> float | None:
         if name not in col:
             return None
         values = [_number(r[col[name]]) for r in rows_]
@@ -167,7 +168,7 @@ def parse_ncu_raw_csv(text: str) -> list[KernelProfile]:
         if not values:
             return None
         avg = sum(values) / len(values)
-        return _scaled(avg, unit[name], table) if table else avg
+        return convert(avg, unit[name]) if convert else avg
 
     kernels = []
     for name, rows_ in by_name.items():
@@ -181,8 +182,8 @@ def parse_ncu_raw_csv(text: str) -> list[KernelProfile]:
             KernelProfile(
                 name=name,
                 calls=len(rows_),
-                duration_us=mean(rows_, DURATION, _TIME_UNITS),
-                dram_gbps=mean(rows_, DRAM_RATE, _RATE_UNITS),
+                duration_us=mean(rows_, DURATION, _micros),
+                dram_gbps=mean(rows_, DRAM_RATE, _gbps),
                 memory_pct=mean(rows_, MEMORY_PCT),
                 compute_pct=mean(rows_, COMPUTE_PCT),
                 occupancy_pct=mean(rows_, OCCUPANCY_PCT),
