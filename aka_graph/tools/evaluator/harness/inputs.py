@@ -100,13 +100,18 @@ def _tokens(name: str) -> list[str]:
     return [t for t in re.split(r"[_.\-]", name.lower()) if t]
 
 
+def _described_binary(description: str) -> bool:
+    """A (lower-cased) description that calls the mask binary, as SOL's io.py reads it."""
+    return any(k in description for k in BINARY_WORDS)
+
+
 def name_rule(name: str, ndim: int, op_is_norm: bool, description: str = "") -> str:
     """Which SOL generation rule an input name (and its description, as SOL's io.py reads it) selects
     ('randn' when none)."""
     low, toks, desc = name.lower(), _tokens(name), description.lower()
     if "attention mask" in desc and "causal" in desc:
         return "sol_causal_mask"
-    if low.endswith("_mask") and any(k in desc for k in BINARY_WORDS):
+    if low.endswith("_mask") and _described_binary(desc):
         return "binary_mask"
     if "softmax" in desc and "output" in desc:
         return "softmax"
@@ -217,8 +222,8 @@ def _random_tensor(
         keep = torch.ones(shape[-2:], dtype=torch.bool, device=device).tril().expand(shape)
         return torch.zeros(shape, dtype=dtype, device=device).masked_fill(~keep, torch.finfo(dtype).min)
     if rule == "sol_causal_mask":  # not square: SOL's binary rule where it applies, else plain randn
-        low, desc = name.lower(), description.lower()
-        binary = low in BINARY_MASKS or (low.endswith("_mask") and any(k in desc for k in BINARY_WORDS))
+        low = name.lower()
+        binary = low in BINARY_MASKS or (low.endswith("_mask") and _described_binary(description.lower()))
         rule = "binary_mask" if binary else "randn"
     fan_in = shape[-1] if shape else 1
     numel = math.prod(shape)
