@@ -46,22 +46,40 @@ run() {
   return 0
 }
 
-case $CALL in
-integrity)
-  # --- phase 1: verdicts only, in parallel -------------------------------------------------------------
+# the verdict-only checks, in parallel on one GPU (a crowded GPU on purpose): the cheats, the real-benchmark
+# class and format fixtures (pytest -k CLASSES_K narrows them), the red-team candidates
+verdicts_in_parallel() {
+  local classes_k=${1:-}
   run cheats 200 "${PYT[@]}" -n 6 tests/gpu/test_adversarial_gpu.py tests/gpu/test_sentinel_false_alarms_gpu.py \
       -k "(adversarial and not honest) or (sentinel and caught)" --junitxml "$WORK/cheats.xml" &
-  run classes 200 "${PYT[@]}" -n 3 tests/gpu/test_real_benchmark_classes_gpu.py \
+  run classes 200 "${PYT[@]}" -n 3 tests/gpu/test_real_benchmark_classes_gpu.py ${classes_k:+-k "$classes_k"} \
       --junitxml "$WORK/classes.xml" &
   run redteam 200 python3 benchmarks/redteam_gpu.py --parallel 2 --fixtures ../shared/fixtures/sol-execbench \
       --out "$WORK" &
   wait
+}
+
+# the honest controls and sentinel false-alarm tests, with the GPU to themselves (LIMIT seconds)
+honest_alone() {
+  run honest "$1" "${PYT[@]}" tests/gpu/test_adversarial_gpu.py \
+      tests/gpu/test_sentinel_false_alarms_gpu.py tests/gpu/test_burst_inputs_gpu.py \
+      -k "(adversarial and honest) or (sentinel and not caught) or burst" --junitxml "$WORK/honest.xml"
+}
+
+# `profile` against the evaluator (and any further language tests named), LIMIT seconds
+profile_test() {
+  local limit=$1; shift
+  run profile "$limit" env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
+      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator" "$@"
+}
+
+case $CALL in
+integrity)
+  verdicts_in_parallel
   # --- phase 2: the GPU to itself ----------------------------------------------------------------------
   run rmsnorm 100 env OUT="$WORK/rmsnorm" bash benchmarks/gpu_session.sh rmsnorm
   run speed 75 python3 benchmarks/bench_eval_speed.py --device cuda --cold 0 --out "$WORK/speed"
-  run honest $((580 - (SECONDS - T0))) "${PYT[@]}" tests/gpu/test_adversarial_gpu.py \
-      tests/gpu/test_sentinel_false_alarms_gpu.py tests/gpu/test_burst_inputs_gpu.py \
-      -k "(adversarial and honest) or (sentinel and not caught) or burst" --junitxml "$WORK/honest.xml"
+  honest_alone $((580 - (SECONDS - T0)))
   ;;
 languages)
   run command_task 540 "${PYT[@]}" -s tests/gpu/test_command_task_gpu.py --junitxml "$WORK/command_task.xml" &
@@ -71,23 +89,13 @@ languages)
 verify)
   # the integrity call again after its findings were fixed (same parallel load: no honest kernel may be
   # flagged, every cheat still rejected), then what needs the GPU alone, the profiler among it
-  run cheats 200 "${PYT[@]}" -n 6 tests/gpu/test_adversarial_gpu.py tests/gpu/test_sentinel_false_alarms_gpu.py \
-      -k "(adversarial and not honest) or (sentinel and caught)" --junitxml "$WORK/cheats.xml" &
-  run classes 200 "${PYT[@]}" -n 3 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
-      --junitxml "$WORK/classes.xml" &
-  run redteam 200 python3 benchmarks/redteam_gpu.py --parallel 2 --fixtures ../shared/fixtures/sol-execbench \
-      --out "$WORK" &
-  wait
+  verdicts_in_parallel "not largest_moe"
   run moe_alone 90 "${PYT[@]}" -s tests/gpu/test_real_benchmark_classes_gpu.py -k largest_moe \
       --junitxml "$WORK/moe.xml"
-  run honest 150 "${PYT[@]}" tests/gpu/test_adversarial_gpu.py \
-      tests/gpu/test_sentinel_false_alarms_gpu.py tests/gpu/test_burst_inputs_gpu.py \
-      -k "(adversarial and honest) or (sentinel and not caught) or burst" --junitxml "$WORK/honest.xml"
+  honest_alone 150
   run ncu_sanity 60 bash -c 'command -v ncu; ncu --version | tail -1; ncu --target-processes all \
       --clock-control none python3 -c "import torch; x = torch.ones(1 << 20, device=\"cuda\"); print((x + 1).sum().item())"'
-  run profile 120 env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
-      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator" \
-      "tests/gpu/test_languages_gpu.py::test_every_language_passes[triton_rmsnorm]"
+  profile_test 120 "tests/gpu/test_languages_gpu.py::test_every_language_passes[triton_rmsnorm]"
   run timing $((585 - (SECONDS - T0))) "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
       --junitxml "$WORK/timing.xml"
   ;;
@@ -97,21 +105,19 @@ final)
   run bench 545 env OUT="$WORK/bench" BENCH_JOBS=5 bash benchmarks/gpu_languages.sh bench &
   run fixed 120 "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_sentinel_false_alarms_gpu.py \
       tests/gpu/test_burst_inputs_gpu.py -k "empty or dynamo or burst" --junitxml "$WORK/fixed.xml"
-  run profile 300 env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
-      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator"
+  profile_test 300
   wait
   ;;
 last)
   # final's two failures, fixed (the CLI's source path made absolute, the profile job's build PYTHONPATH)
   run bench 330 env OUT="$WORK/bench" BENCH_JOBS=8 bash benchmarks/gpu_languages.sh bench &
-  run profile 320 env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
-      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator"
+  profile_test 320
   wait
   ;;
 bench)
   run bench $((575 - (SECONDS - T0))) env OUT="$WORK/bench" BENCH_JOBS=4 bash benchmarks/gpu_languages.sh bench
   ;;
-*) echo "unknown call $CALL (integrity, languages or bench)"; exit 2 ;;
+*) echo "unknown call $CALL (integrity, languages, verify, final, last or bench)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done
