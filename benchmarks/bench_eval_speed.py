@@ -151,6 +151,13 @@ def timeline(res: dict[str, Any]) -> str:
     )
 
 
+def spans(res: dict[str, Any]) -> str:
+    """The parent's own steps (spans.py), largest first: where correctness and timing went."""
+    got = res.get("spans_s") or {}
+    ranked = sorted(got.items(), key=lambda kv: -kv[1]["s"])
+    return "    steps (s, times): " + "  ".join(f"{k} {v['s']:.2f}/{v['n']}" for k, v in ranked)
+
+
 HEADER = (
     f"{'run':<22} {'status':<12} {'wall_s':>7} {'harn_s':>7} {'import':>6} {'start':>6} {'correc':>6} "
     f"{'timing':>6} {'refti':>6} {'ref_lat':>8} {'shm_MB':>8}"
@@ -185,6 +192,7 @@ def main() -> int:
         results["runs"][label] = res
         print(row(label, res))
         print(timeline(res))
+        print(spans(res))
 
     kernel = CANDIDATES / args.kernel
     with tempfile.TemporaryDirectory(prefix="aka_speed_cache_") as cache_dir:

@@ -19,59 +19,9 @@
 # Output: $OUT/round4_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+ROUND=round4
 CALL=${1:?integrity, languages, verify, final, last or bench}
-OUT=${OUT:-/tmp/gpu_round4_out}
-WORK=/tmp/r4_$CALL
-rm -rf "$WORK" && mkdir -p "$WORK" "$OUT"
-export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
-T0=$SECONDS
-pack() { tar czf "$OUT/round4_$CALL.tgz" -C "$WORK" . ; }
-trap pack EXIT
-say() { echo "== [$((SECONDS - T0)) s] $*"; }
-
-OUT=$WORK bash benchmarks/gpu_session.sh kit > "$WORK/kit.log" 2>&1 || { cat "$WORK/kit.log"; exit 1; }
-head -4 "$WORK/kit.log"
-export PYTHONPATH=/tmp/aka-site:$PWD
-touch /tmp/aka-site/.complete  # gpu_languages.sh then uses the same site as it is
-PYT=(python3 -m pytest -m gpu -p no:cacheprovider -rA -q --timeout 500)
-
-# run NAME SECONDS CMD...: a step with its own log and time limit
-run() {
-  local name=$1 limit=$2; shift 2
-  say "start $name (limit $limit s)"
-  timeout -k 5 "$limit" "$@" > "$WORK/$name.log" 2>&1
-  local rc=$?
-  say "end $name rc=$rc"
-  grep -E "passed|failed|error|NOT PASS|^== " "$WORK/$name.log" | tail -3
-  return 0
-}
-
-# the verdict-only checks, in parallel on one GPU (a crowded GPU on purpose): the cheats, the real-benchmark
-# class and format fixtures (pytest -k CLASSES_K narrows them), the red-team candidates
-verdicts_in_parallel() {
-  local classes_k=${1:-}
-  run cheats 200 "${PYT[@]}" -n 6 tests/gpu/test_adversarial_gpu.py tests/gpu/test_sentinel_false_alarms_gpu.py \
-      -k "(adversarial and not honest) or (sentinel and caught)" --junitxml "$WORK/cheats.xml" &
-  run classes 200 "${PYT[@]}" -n 3 tests/gpu/test_real_benchmark_classes_gpu.py ${classes_k:+-k "$classes_k"} \
-      --junitxml "$WORK/classes.xml" &
-  run redteam 200 python3 benchmarks/redteam_gpu.py --parallel 2 --fixtures ../shared/fixtures/sol-execbench \
-      --out "$WORK" &
-  wait
-}
-
-# the honest controls and sentinel false-alarm tests, with the GPU to themselves (LIMIT seconds)
-honest_alone() {
-  run honest "$1" "${PYT[@]}" tests/gpu/test_adversarial_gpu.py \
-      tests/gpu/test_sentinel_false_alarms_gpu.py tests/gpu/test_burst_inputs_gpu.py \
-      -k "(adversarial and honest) or (sentinel and not caught) or burst" --junitxml "$WORK/honest.xml"
-}
-
-# `profile` against the evaluator (and any further language tests named), LIMIT seconds
-profile_test() {
-  local limit=$1; shift
-  run profile "$limit" env XDIST=1 OUT="$WORK/lang" bash benchmarks/gpu_languages.sh tests_only \
-      "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator" "$@"
-}
+source benchmarks/gpu_steps.sh
 
 case $CALL in
 integrity)

@@ -19,6 +19,9 @@ from .refcache import reference_timings
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .sharedinputs import Placed, place_seeds, read_back_digests
+from .spans import reset as reset_spans
+from .spans import snapshot as spans_snapshot
+from .spans import span
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import outside_work, verify_timed_calls
 from .timing import summary_mismatch
@@ -51,18 +54,8 @@ def _start(
                 f"{session.device.type!r}; pass --device cuda or --device cpu",
             )
             continue
-        reply = ks.request(
-            {
-                "cmd": "load",
-                "init_seed": session.seeds[0][0],
-                "contract": session.contract,
-                # only this job's workloads (and their blobs) are in the worker's view (opview.py)
-                "workloads": ks.worker.expose(session.op, session.indices),
-                # a C++ build's own limit ends it (COMPILE_ERROR) before the parent's watchdog would
-                "build_timeout": max(10.0, session.settings.compile_timeout - 30.0),
-            },
-            session.settings.compile_timeout,
-        )
+        with span("startup.load"):
+            reply = _load(session, ks)
         if reply is None:
             continue
         if "error" in reply:
@@ -70,6 +63,23 @@ def _start(
         elif reply.get("violations"):
             ks.stop("REWARD_HACK", "; ".join(reply["violations"]))
     return states
+
+
+def _load(session: Session, ks: KernelState) -> dict[str, Any] | None:
+    """The load command: the candidate is imported (and built) in its worker."""
+    assert ks.worker is not None
+    return ks.request(
+        {
+            "cmd": "load",
+            "init_seed": session.seeds[0][0],
+            "contract": session.contract,
+            # only this job's workloads (and their blobs) are in the worker's view (opview.py)
+            "workloads": ks.worker.expose(session.op, session.indices),
+            # a C++ build's own limit ends it (COMPILE_ERROR) before the parent's watchdog would
+            "build_timeout": max(10.0, session.settings.compile_timeout - 30.0),
+        },
+        session.settings.compile_timeout,
+    )
 
 
 def _correctness(session: Session, states: list[KernelState]) -> None:
@@ -100,11 +110,13 @@ def _judge_correctness(
     session: Session, active: list[KernelState], idx: int, seeds: list[list[Any]], placed: dict[int, Any]
 ) -> None:
     """The workers' replies for workload `idx` against the references and the parent's own inputs."""
-    refs, digests = session.reference_outputs(idx)
+    with span("correctness.reference"):
+        refs, digests = session.reference_outputs(idx)
     for ks in active:
         if not ks.alive:
             continue
-        reply = ks.request(None, session.call_timeout * len(seeds) + 5)
+        with span("correctness.worker"):  # its calls, and reading its outputs (transfer.* inside)
+            reply = ks.request(None, session.call_timeout * len(seeds) + 5)
         verdict = ks.verdicts[idx]
         if reply is None:
             verdict.fail(*ks.error)
@@ -132,7 +144,9 @@ def _judge_correctness(
             if changed:  # the parent's own check on its own data (the worker's may be switched off)
                 verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
                 break
-            if not session.judge_outputs(verdict, got, want, idx, f"seed {n}"):
+            with span("correctness.compare"):
+                same = session.judge_outputs(verdict, got, want, idx, f"seed {n}")
+            if not same:
                 break
     del refs
 
@@ -169,7 +183,8 @@ def _time_round(
     timeout_s = session.call_timeout * 20 + 60
     # on a host the parent times each call itself, from outside the worker (hostclock.py)
     on_host = session.device.type != "cuda"
-    reply = timed_round(ks, msg, timeout_s) if on_host else ks.request(msg, timeout_s)
+    with span("timing.worker"):
+        reply = timed_round(ks, msg, timeout_s) if on_host else ks.request(msg, timeout_s)
     if reply is None:
         verdict.fail(*ks.error)
         return None
@@ -181,11 +196,12 @@ def _time_round(
         return None
     if reval is not None:
         verdict.revalidated = True
-        inputs = session.reference.revalidation_inputs(
-            idx, reval[0], reval[1], reply.get("reval_scalars"), session.bench_seed
-        )
-        fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
-        want, _ = session.reference.outputs(idx, inputs)
+        with span("timing.revalidation_reference"):
+            inputs = session.reference.revalidation_inputs(
+                idx, reval[0], reval[1], reply.get("reval_scalars"), session.bench_seed
+            )
+            fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
+            want, _ = session.reference.outputs(idx, inputs)
         probe = type(verdict)()
         if reply["reval_digest"] != fresh_digest:
             probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
@@ -199,8 +215,10 @@ def _time_round(
                 f"buffers (re-validation after timing): {probe.message}",
             )
             return None
-    wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
-    wrong = wrong or verify_graph_copies(session, ks, idx, reply, pool_seed)  # graphcheck.py
+    with span("timing.spotcheck"):
+        wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
+    with span("timing.graphcheck"):
+        wrong = wrong or verify_graph_copies(session, ks, idx, reply, pool_seed)  # graphcheck.py
     wrong = wrong or outside_work(session, ks, helpers_before)  # before any burst (a fork per call is slow)
     if wrong is not None or not ks.alive:
         verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))
@@ -214,7 +232,8 @@ def _time_round(
     on_gpu = session.device.type == "cuda"
     calls = max(1, int(reply.get("calls") or 1))
     prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls
-    found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
+    with span("timing.burst"):
+        found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
     if is_disagreement(found) and disputes_left > 0 and ks.alive:  # plausibility.DISPUTE_RETRIES: why
         kept = _time_round(session, ks, idx, disputes_left - 1)
         if kept is not None:
@@ -346,6 +365,7 @@ def run(
     """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times.
     `workers`: spawned early by the command line (label -> worker), `t0` when that started."""
     phases: dict[str, float] = {}
+    reset_spans()
     if t0 is not None:  # the command's own start-up: interpreter, torch import, spawning the workers
         phases["imports"] = time.perf_counter() - t0
     else:
@@ -396,4 +416,5 @@ def run(
         res["reference_timing_cache"] = ref_cache
         res["timeline_s"] = startup_timeline(session, states, t0)
         res["output_transfer"] = transfer_summary(states)
+        res["spans_s"] = spans_snapshot()
     return results, rounds

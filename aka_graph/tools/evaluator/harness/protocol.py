@@ -24,6 +24,7 @@ from typing import Any
 import torch
 
 from .shm import ALIGN, Region
+from .spans import span
 
 F_SETPIPE_SZ = 1031
 _TAG = "__tensor__"
@@ -213,10 +214,11 @@ class Channel:
             raise ProtocolError(f"tensor of {nbytes} bytes at {at!r} is outside the shared region")
         src = torch.frombuffer(self.region.map, dtype=torch.uint8, count=nbytes, offset=at)
         self.bulk_bytes += nbytes
-        if on_gpu:
-            assert self.map_location is not None
-            return src.to(self.map_location, copy=True)
-        return src.clone()
+        with span("transfer.region_read"):
+            if on_gpu:
+                assert self.map_location is not None
+                return src.to(self.map_location, copy=True)
+            return src.clone()
 
     def _rebuild(self, obj: Any, deadline: float | None, count: list[int]) -> Any:
         if isinstance(obj, dict) and _TAG in obj:

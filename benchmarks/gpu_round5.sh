@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Round 5's H200 calls (issues 9 and 10), each one device call of < 10 minutes. Carry `.gpu`
+# (scripts/build_gpu_kit.sh); the CuTe DSL call is `bash benchmarks/gpu_languages.sh dsl`, carrying .gpu_dsl.
+#   bash benchmarks/gpu_round5.sh measure   where an evaluation's time goes (bench_eval_speed.py with the
+#                                           parent's steps, spans.py), the real-benchmark class and format
+#                                           fixtures (round 4's new ones had only run on CPU), the profile
+#                                           test with ncu's units read right
+#   bash benchmarks/gpu_round5.sh warm      the warm evaluator (harness `serve`, issue 9): cold runs beside
+#                                           the warm service's campaign-like sequence, the classes through
+#                                           the service, the timing gate and the honest controls
+# Output: $OUT/round5_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROUND=round5
+CALL=${1:?measure or warm}
+source benchmarks/gpu_steps.sh
+
+case $CALL in
+measure)
+  run speed 170 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --out "$WORK/speed"
+  run classes 220 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  profile_test $((580 - (SECONDS - T0)))
+  ;;
+warm)
+  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --warm --out "$WORK/speed"
+  run timing 150 "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
+      --junitxml "$WORK/timing.xml"
+  honest_alone $((580 - (SECONDS - T0)))
+  ;;
+*) echo "unknown call $CALL (measure or warm)"; exit 2 ;;
+esac
+say "done"
+for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done
