@@ -67,11 +67,13 @@ class Evaluator(Protocol):
 class HarnessEvaluator:
     """The real evaluator: the coordinator-side functions that run the GPU-side harness in a sandbox job.
 
-    `blob_root` (where workloads' safetensors blobs live) and `all_workloads` (no CPU subset) are the
-    campaign's settings for every evaluation it makes, so they are fixed when the evaluator is built."""
+    `blob_root` (where workloads' safetensors blobs live), `all_workloads` (no CPU subset) and `warm` (a
+    long-lived evaluator service) are the campaign's settings for every evaluation it makes, so they are
+    fixed when the evaluator is built."""
 
     blob_root: Path | None = None
     all_workloads: bool = False
+    warm: bool = False  # one evaluator service per operator for the campaign's evaluations (warm.py)
 
     def evaluate(
         self,
@@ -100,6 +102,7 @@ class HarnessEvaluator:
             private_shapes=private_shapes,  # production: the harness withholds its messages
             blob_root=self.blob_root,
             all_workloads=self.all_workloads,
+            warm=self.warm,
         )
 
     def compare(
@@ -233,6 +236,7 @@ def build_default_context(config: CampaignConfig) -> CampaignContext:
         else HarnessEvaluator(
             blob_root=Path(config.blob_root).resolve() if config.blob_root else None,
             all_workloads=config.all_workloads,
+            warm=config.warm_evaluator,
         ),
         skills_dir=default_skills_dir(),
     )

@@ -30,6 +30,7 @@ from aka_graph.state import (
     CampaignInput,
 )
 from aka_graph.target import CampaignTarget, resolve_target
+from aka_graph.tools.evaluator.warm import stop_for as stop_warm_evaluators
 from aka_graph.tools.records.privacy import PrivacyViolation
 from aka_graph.tools.records.workspace import clear_stale_git_locks
 
@@ -326,6 +327,7 @@ def _drive(
             signal.signal(signal.SIGTERM, previous_handler)
         pid_file.unlink(missing_ok=True)
         stop_file.unlink(missing_ok=True)
+        stop_warm_evaluators(ctx.sandbox)  # the campaign's evaluator services (warm.py) end with it
     snapshot = compiled.get_state(cfg)
     progress.close(dict(snapshot.values))
     if snapshot.values.get("failed"):

@@ -115,6 +115,12 @@ class CampaignConfig(BaseModel):
         description="On a host without a GPU, evaluate every workload (default: a stated representative "
         "subset within the interpreter's work cap).",
     )
+    warm_evaluator: bool = Field(
+        default=True,
+        description="Evaluate the campaign's candidates in one long-lived evaluator job per operator "
+        "(a fresh worker and fresh seeds per candidate; the local sandbox only), falling back to a cold "
+        "job on any failure of it.",
+    )
     workspace: str = Field(
         default=".",
         description="Parent of checkpoints/ and of the campaign directory kernel_opt_<op>_<fw>_<platform>.",

@@ -13,6 +13,8 @@ Rows (one table, raw result JSON under --out):
   campaign   three different candidates in a row, as a campaign evaluates them (`aka_graph evaluate`, or
              the harness with --skip-cli): a fresh process each (fresh worker, fresh Triton/inductor
              caches, fresh seeds), the reference-timing cache warm from the cold runs
+  warm k     (--warm) the campaign list twice through the warm evaluator, as a campaign now evaluates:
+             one `serve` job in the LocalSandbox, a fresh worker and fresh seeds per candidate
 For each run: status, wall, the harness's phases_s, where start-up went (timeline_s: when the worker had
 torch, CUDA, Triton and was ready; when the parent had its CUDA context, reference and contract probe;
 when the candidate was loaded), whether the reference latency came from the cache and how many MB of
@@ -125,6 +127,46 @@ def harness_run(kernel: Path, device: str, cache: Path, extra: list[str]) -> dic
     return res
 
 
+def warm_runs(kernels: list[Path], device: str, cache: Path, record: Any) -> None:
+    """The campaign's path (warm.py): `evaluate_kernel(..., warm=True)` in the LocalSandbox, one service
+    for all candidates. Before each candidate the bench waits until the service's spare worker is ready,
+    as an agent's minutes of work would (the wait is printed, not counted)."""
+    os.environ["AKA_CACHE_DIR"] = str(cache)
+    from aka_graph.tools.evaluator import warm
+    from aka_graph.tools.evaluator.evaluation import evaluate_kernel
+    from aka_graph.tools.evaluator.sandbox.local import LocalSandbox
+
+    sandbox = LocalSandbox()
+    with tempfile.TemporaryDirectory(prefix="aka_speed_warm_") as tmp:
+        for n, kernel in enumerate(kernels):
+            waited = _wait_spare(warm)
+            t0 = time.perf_counter()
+            result = evaluate_kernel(sandbox, OP, kernel, Path(tmp) / str(n), device=device, warm=True)
+            seconds = time.perf_counter() - t0
+            res = json.loads((Path(tmp) / str(n) / "result.json").read_text())
+            if not res.get("service"):
+                res = {"status": f"COLD ({result.status})", "message": result.message, "phases_s": {}}
+            res["_wall_s"] = seconds
+            label = f"warm {n + 1} {kernel.name}"[:22]
+            record(label, res)
+            print(f"    (waited {waited:.2f} s for the spare worker before sending it)")
+    warm.stop_all()
+
+
+def _wait_spare(warm: Any, timeout_s: float = 60.0) -> float:
+    t0 = time.perf_counter()
+    services = list(warm._SERVICES.values())
+    live = services[0].live if services else None
+    while live is not None and time.perf_counter() - t0 < timeout_s:
+        try:
+            if json.loads((live.work / "spool" / "state.json").read_text()).get("spare_ready"):
+                break
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.02)
+    return time.perf_counter() - t0
+
+
 def row(label: str, res: dict[str, Any]) -> str:
     phases = res.get("phases_s") or {}
     total = phases.get("total")
@@ -155,7 +197,11 @@ def spans(res: dict[str, Any]) -> str:
     """The parent's own steps (spans.py), largest first: where correctness and timing went."""
     got = res.get("spans_s") or {}
     ranked = sorted(got.items(), key=lambda kv: -kv[1]["s"])
-    return "    steps (s, times): " + "  ".join(f"{k} {v['s']:.2f}/{v['n']}" for k, v in ranked)
+    line = "    steps (s, times): " + "  ".join(f"{k} {v['s']:.2f}/{v['n']}" for k, v in ranked)
+    worker = sorted((res.get("worker_spans_s") or {}).items(), key=lambda kv: -kv[1]["s"])
+    if worker:  # the worker's own account (advisory)
+        line += "\n    worker (s, times): " + "  ".join(f"{k} {v['s']:.2f}/{v['n']}" for k, v in worker)
+    return line
 
 
 HEADER = (
@@ -171,6 +217,7 @@ def main() -> int:
     ap.add_argument("--cold", type=int, default=3, help="fresh `aka_graph evaluate` processes")
     ap.add_argument("--campaign", nargs="*", default=CAMPAIGN, help="candidates evaluated in a row")
     ap.add_argument("--skip-cli", action="store_true", help="only the harness runs (no sandbox job)")
+    ap.add_argument("--warm", action="store_true", help="also the campaign list, twice, through one service")
     ap.add_argument("--extra", nargs=argparse.REMAINDER, default=[], help="more harness flags, last")
     ap.add_argument("--out", type=Path, help="directory for the raw result JSON of every run")
     args = ap.parse_args()
@@ -209,9 +256,14 @@ def main() -> int:
             for name in args.campaign:
                 res = harness_run(CANDIDATES / name, device, cache / "harness", args.extra)
                 record(f"campaign {name}"[:22], res)
-    walls = [r["_wall_s"] for label, r in runs if label.startswith("campaign")]
-    if walls:
-        print(f"campaign: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s per candidate")
+        if args.warm:
+            warm_runs([CANDIDATES / name for name in args.campaign * 2], device, cache / "warm", record)
+    for kind in ("campaign", "warm"):
+        walls = [r["_wall_s"] for label, r in runs if label.startswith(kind)]
+        if kind == "warm":
+            walls = walls[1:]  # the first starts the service: a cold evaluation
+        if walls:
+            print(f"{kind}: median {statistics.median(walls):.2f} s, max {max(walls):.2f} s per candidate")
     bad = [label for label, r in runs if r.get("status") != "PASS"]
     if bad:
         print("NOT PASS: " + ", ".join(bad))

@@ -5,6 +5,7 @@ as `INFRA_ERROR` with the diagnostic, never as a score."""
 from __future__ import annotations
 
 import json
+import logging
 import sys
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from aka_graph.tools.evaluator.sandbox.gpu import needs_gpu_lock
 from aka_graph.tools.evaluator.sandbox.job import Sandbox, SandboxJob, SandboxResult
 
 HARNESS_DIR = Path(__file__).resolve().parent / "harness"
+log = logging.getLogger(__name__)
 NATIVE_FILES = (*NATIVE_CODE_FILES, NATIVE_SHAPES_FILE)
 
 
@@ -142,18 +144,43 @@ def evaluate_kernel(
     private_shapes: bool = False,
     blob_root: Path | None = None,
     all_workloads: bool = False,
+    warm: bool = False,
 ) -> EvaluationResult:
     """One full evaluation of one kernel (a kernel directory or a kernel.py file) in `sandbox`.
-    `blob_root`: where workloads' safetensors paths resolve; `all_workloads`: no CPU subset."""
+    `blob_root`: where workloads' safetensors paths resolve; `all_workloads`: no CPU subset; `warm`: by
+    the operator's long-lived evaluator service where the sandbox can keep one (warm.py), else cold."""
     blobs = blob_inputs(op_dir, blob_root, shape_ids)
     op_files = operator_inputs(op_dir)
+    common = _common_args(seeds, shape_ids, device, private_shapes, bool(blobs), all_workloads)
+    if warm:
+        from aka_graph.tools.evaluator.warm import ServiceKey, warm_evaluator
+
+        key = ServiceKey(
+            id(sandbox),
+            str(Path(op_dir).resolve()),
+            seeds,
+            tuple(shape_ids or ()),
+            device,
+            private_shapes,
+            str(blob_root or ""),
+            all_workloads,
+            gpu_index,
+            needs_gpu_lock(device, local=_local(sandbox)),
+        )
+        argv = [_python(sandbox), "-m", "harness", "serve", *common]
+        service = warm_evaluator(sandbox, key, argv, {"harness": HARNESS_DIR, **op_files, **blobs}, op_files)
+        result = service.evaluate(Path(kernel_dir), Path(results_dir), timeout_s) if service else None
+        if result is not None:
+            return result
+        if service is not None:
+            log.warning("warm evaluator: %s; evaluating cold", service.failure)
     carried, carry_env = carry_in(op_files)  # the reference's cached latencies (reference_cache.py)
     argv = [
         _python(sandbox),
         "-m",
         "harness",
         "evaluate",
-        *_common_args(seeds, shape_ids, device, private_shapes, bool(blobs), all_workloads),
+        *common,
         "--kernel-dir",
         "kernel",
         "--out",

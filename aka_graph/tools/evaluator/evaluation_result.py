@@ -78,5 +78,14 @@ class EvaluationResult(BaseModel):
     output_transfer: dict[str, Any] = Field(
         default_factory=dict, description="outputs through the shared region (bytes) or the pipe"
     )
+    spans_s: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="the trusted parent's own steps: seconds and count per name"
+    )
+    worker_spans_s: dict[str, dict[str, float]] = Field(
+        default_factory=dict, description="the worker's own account of its steps (advisory, never judged)"
+    )
+    service: dict[str, Any] = Field(
+        default_factory=dict, description="set when a warm evaluator service evaluated it (serve.py)"
+    )
 
     model_config = {"populate_by_name": True}

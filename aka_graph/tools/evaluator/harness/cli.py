@@ -72,6 +72,10 @@ def _parser() -> argparse.ArgumentParser:
     prof.add_argument("--warmup", type=int, default=2, help="calls before profiling starts")
     prof.add_argument("--device", choices=("auto", "cuda", "cpu"), default="auto")
     prof.add_argument("--out", type=Path)
+    sv = sub.add_parser("serve", help="evaluate a campaign's candidates in one warm parent (serve.py)")
+    _common(sv)
+    sv.add_argument("--spool", required=True, type=Path, help="the directory of requests and results")
+    sv.add_argument("--idle-timeout", type=float, default=900.0, help="end after this many idle seconds")
     wk = sub.add_parser("worker", help=argparse.SUPPRESS)
     wk.add_argument("--op-dir", required=True)
     wk.add_argument("--kernel-dir", required=True)
@@ -113,6 +117,12 @@ def main(argv: list[str] | None = None) -> int:
         from .profile_run import main as profile_main
 
         return profile_main(args)
+    if args.mode == "serve":
+        from .serve import serve
+
+        if not args.op_dir.is_dir():
+            return _user_error(f"--op-dir {args.op_dir}: not a directory; pass the operator's", args)
+        return serve(_settings(args), args.spool, args.idle_timeout)
     kernels = _kernels(args)
     if kernels is None:
         return 2
@@ -153,13 +163,10 @@ def _kernels(args: argparse.Namespace) -> dict[str, Path] | None:
     return kernels
 
 
-def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
-    from .gpu_specs import UnknownGpuError
-    from .modes import pattern_order, run
-    from .opmodel import OperatorError
+def _settings(args: argparse.Namespace) -> Any:
     from .session import Settings
 
-    settings = Settings(
+    return Settings(
         op_dir=args.op_dir,
         seeds=args.seeds,
         shape_ids=args.shape_ids,
@@ -173,6 +180,14 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         all_workloads=args.all_workloads,
         blob_root=args.blob_root.resolve() if args.blob_root else None,
     )
+
+
+def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
+    from .gpu_specs import UnknownGpuError
+    from .modes import pattern_order, run
+    from .opmodel import OperatorError
+
+    settings = _settings(args)
     if args.blob_root is not None and not args.blob_root.is_dir():
         return _user_error(
             f"--blob-root {args.blob_root}: not a directory; pass the dataset's blob root", args

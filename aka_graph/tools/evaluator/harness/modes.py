@@ -19,6 +19,7 @@ from .refcache import reference_timings
 from .runner import digest
 from .session import KernelState, Session, Settings, fresh_seed
 from .sharedinputs import Placed, place_seeds, read_back_digests
+from .spans import advisory as advisory_spans
 from .spans import reset as reset_spans
 from .spans import snapshot as spans_snapshot
 from .spans import span
@@ -71,7 +72,7 @@ def _load(session: Session, ks: KernelState) -> dict[str, Any] | None:
     return ks.request(
         {
             "cmd": "load",
-            "init_seed": session.seeds[0][0],
+            "init_seed": session.reference.init_seed,
             "contract": session.contract,
             # only this job's workloads (and their blobs) are in the worker's view (opview.py)
             "workloads": ks.worker.expose(session.op, session.indices),
@@ -121,6 +122,7 @@ def _judge_correctness(
         if reply is None:
             verdict.fail(*ks.error)
             continue
+        ks.worker_spans = advisory_spans(reply.get("spans")) or ks.worker_spans
         if "error" in reply:
             verdict.fail(reply["error"]["status"], reply["error"]["message"])
             continue
@@ -188,6 +190,7 @@ def _time_round(
     if reply is None:
         verdict.fail(*ks.error)
         return None
+    ks.worker_spans = advisory_spans(reply.get("spans")) or ks.worker_spans
     if "error" in reply:
         verdict.fail(reply["error"]["status"], "during timing: " + reply["error"]["message"])
         return None
@@ -361,9 +364,11 @@ def run(
     repeats: int = 1,
     workers: dict[str, WorkerProcess] | None = None,
     t0: float | None = None,
+    session: Session | None = None,
 ) -> tuple[dict[str, dict[str, Any]], list[dict[str, Any]]]:
     """Evaluate every kernel; with several, time them interleaved by `pattern` (ABBA) `repeats` times.
-    `workers`: spawned early by the command line (label -> worker), `t0` when that started."""
+    `workers`: spawned early by the command line (label -> worker), `t0` when that started; `session`:
+    a long-lived parent's (serve.py), given fresh seeds here, else one made for this run."""
     phases: dict[str, float] = {}
     reset_spans()
     if t0 is not None:  # the command's own start-up: interpreter, torch import, spawning the workers
@@ -371,7 +376,11 @@ def run(
     else:
         t0 = time.perf_counter()
     become_subreaper()
-    session = Session(settings)
+    if session is None:
+        session = Session(settings)
+    else:
+        session.draw_seeds()
+        session.times = {"session_start": time.perf_counter()}
     order = pattern_order(pattern, list(kernels))
     jail_missing = unavailable()
     # production: a candidate that could read private shapes (or the parent's command line) never runs
@@ -417,4 +426,7 @@ def run(
         res["timeline_s"] = startup_timeline(session, states, t0)
         res["output_transfer"] = transfer_summary(states)
         res["spans_s"] = spans_snapshot()
+    for ks in states:  # the worker's own account, advisory; withheld in production (spans.py)
+        if not settings.private_shapes:
+            results[ks.label]["worker_spans_s"] = ks.worker_spans
     return results, rounds

@@ -154,7 +154,10 @@ class Channel:
     def send(self, obj: Any) -> None:
         tensors: list[torch.Tensor] = []
         stripped = _strip(obj, tensors)
-        left = self._place(tensors, _metas(stripped)) if tensors else tensors
+        left = tensors
+        if tensors:
+            with span("w.region_write"):  # the worker's outputs into the shared region
+                left = self._place(tensors, _metas(stripped))
         buf = io.BytesIO()
         torch.save(stripped, buf)
         header = buf.getvalue()

@@ -107,6 +107,7 @@ class KernelState:
         self.alive = True
         self.worker: WorkerProcess | None = None
         self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
+        self.worker_spans: dict[str, dict[str, float]] = {}  # its own account of its time (spans.py)
         banned = scan_kernel_dir(self.kernel_dir) if session.settings.source_policy else []
         if banned:  # the checks inside the worker could be switched off: no call is made at all
             if worker is not None:  # it never got the load command: the kernel was never imported
@@ -186,22 +187,33 @@ class Session:
             self.spec = lookup(settings.gpu_spec or self.device_info["name"], table)  # unknown -> error
         self.l2_bytes = self.spec.l2_bytes if self.spec else 0
         self.call_timeout = settings.call_timeout or (30.0 if self.device.type == "cuda" else 300.0)
-        # `--seeds N` counts every seed, each of another kind where possible: plain random ones, one at
-        # another scale, and (SOL) the first seed's edges around fresh interior rows; never fewer than
-        # one of each kind. Native inputs come from input.py: no scaling or mixing applies there.
-        extras = 2 if self.op.kind == "sol" else 1
-        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds - extras))]
-        self.seeds: list[tuple[int, float, int | None]] = [*base, (fresh_seed(), settings.scale, None)]
-        if self.op.kind == "sol":
-            self.seeds.append((base[0][0], 1.0, fresh_seed()))
-        self.bench_seed = fresh_seed()
-        self.reference = Reference(self.op, self.device, self.seeds[0][0])
+        # the reference's module and a native operator's weights (drawn from the init seed, sent to the
+        # worker in the load command) last as long as the session; every evaluation draws its own seeds
+        self.reference = Reference(self.op, self.device, fresh_seed())
         self.times["reference_loaded"] = time.perf_counter()
         self.sol: dict[int, SolBound] = {}
         # what the reference itself does to its inputs is the operator's contract (trusted.py)
         probe = min(self.indices, key=lambda i: workload_elements(self.op, self.op.workloads[i]))
         self.contract = self.reference.contract(probe)
         self.times["contract_probed"] = time.perf_counter()
+        self.seeds: list[tuple[int, float, int | None]] = []
+        self.bench_seed = 0
+        self.draw_seeds()
+
+    def draw_seeds(self) -> None:
+        """Fresh correctness and timing seeds for the next evaluation: a long-lived parent (serve.py)
+        evaluates many candidates with one session, and no candidate may meet the inputs another saw.
+
+        `--seeds N` counts every seed, each of another kind where possible: plain random ones, one at
+        another scale, and (SOL) the first seed's edges around fresh interior rows; never fewer than one
+        of each kind. Native inputs come from input.py: no scaling or mixing applies there."""
+        settings = self.settings
+        extras = 2 if self.op.kind == "sol" else 1
+        base = [(fresh_seed(), 1.0, None) for _ in range(max(1, settings.seeds - extras))]
+        self.seeds = [*base, (fresh_seed(), settings.scale, None)]
+        if self.op.kind == "sol":
+            self.seeds.append((base[0][0], 1.0, fresh_seed()))
+        self.bench_seed = fresh_seed()
 
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id

@@ -39,3 +39,34 @@ def reset() -> None:
 def snapshot() -> dict[str, dict[str, float]]:
     """{name: {"s": seconds, "n": times entered}}, by name."""
     return {k: {"s": round(_TOTALS[k], 4), "n": _COUNTS[k]} for k in sorted(_TOTALS)}
+
+
+# The worker's own steps (worker.py, protocol.py). Its replies carry its spans, but whatever runs in the
+# candidate's process can write them: they are shown as advisory, only under these names and as numbers,
+# and never in production mode (a name or a number could carry a private shape out).
+WORKER_SPANS = frozenset(
+    {
+        "w.inputs",
+        "w.digest",
+        "w.checked_call",
+        "w.region_write",
+        "w.bench_setup",
+        "w.revalidate",
+        "w.fresh_inputs",
+        "w.measure",
+    }
+)
+
+
+def advisory(reported: object) -> dict[str, dict[str, float]]:
+    """The worker's reported spans, kept to the known names and finite non-negative numbers."""
+    if not isinstance(reported, dict):
+        return {}
+    kept: dict[str, dict[str, float]] = {}
+    for name, value in reported.items():
+        if name not in WORKER_SPANS or not isinstance(value, dict):
+            continue
+        s, n = value.get("s"), value.get("n")
+        if type(s) is float and type(n) is int and 0.0 <= s < 1e6 and 0 <= n < 1e9:
+            kept[name] = {"s": round(s, 4), "n": n}
+    return kept

@@ -32,6 +32,8 @@ from .protocol import Channel, ChannelClosed
 from .runner import KernelRunner, ReturnError, digest, same_bits
 from .sharedinputs import open_inputs
 from .shm import Region, sealed
+from .spans import snapshot as spans_snapshot
+from .spans import span
 from .timing import HOST_REPS, host_reps, timed_seed
 
 TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
@@ -180,22 +182,27 @@ class Worker:
         try:
             shared = msg.get("shared")  # on a host: the parent's own files (sharedinputs.py)
             for n, (seed, scale, mix) in enumerate(msg["seeds"]):
-                if shared:
-                    inputs = open_inputs(shared[n])
-                else:
-                    inputs = self.factory.make(wl, int(seed), float(scale), None if mix is None else int(mix))
+                with span("w.inputs"):
+                    if shared:
+                        inputs = open_inputs(shared[n])
+                    else:
+                        mixed = None if mix is None else int(mix)
+                        inputs = self.factory.make(wl, int(seed), float(scale), mixed)
                 if plan is None:  # memory.py: earlier seeds and a clone only while they are small and fit
                     nbytes = value_bytes(inputs)
                     out_bytes = output_bytes(runner.out_specs)
                     plan = plan_memory(nbytes, out_bytes, spare_bytes(self.device), seeds=len(msg["seeds"]))
                 if plan.keep_seeds:  # no seed's inputs may reuse an earlier seed's memory (pointer caches)
                     alive.append(inputs)
-                digests.append(digest(inputs))
+                with span("w.digest"):
+                    digests.append(digest(inputs))
                 outs = runner.alloc_outputs() if runner.dps else None
-                result, found = self.checked_call(
-                    runner, inputs, outs, kept, int(seed), plan.clone_inputs
-                )  # seeded as the reference
-                after.append(digest(inputs))  # the parent compares these with its own inputs
+                with span("w.checked_call"):
+                    result, found = self.checked_call(
+                        runner, inputs, outs, kept, int(seed), plan.clone_inputs
+                    )  # seeded as the reference
+                with span("w.digest"):
+                    after.append(digest(inputs))  # the parent compares these with its own inputs
                 violations += found
                 kept += [r for r in result if type(r) is torch.Tensor]
                 result = [*result, *(inputs[i] for i in self.contract["compared"])]  # updated in place
@@ -210,39 +217,34 @@ class Worker:
             release(self.device, freed=nbytes * len(msg["seeds"]))
         if violations:  # nothing of a cheating call's output is needed (or touched again)
             outputs = []
-        return {"outputs": outputs, "digests": digests, "after_digests": after, "violations": violations}
+        return {
+            "outputs": outputs,
+            "digests": digests,
+            "after_digests": after,
+            "violations": violations,
+            "spans": spans_snapshot(),  # advisory: where this process says its time went (never judged)
+        }
 
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
         idx = int(msg["wl"])
         try:
-            if idx not in self.benches:
-                wl, seed = self.op.workloads[idx], int(msg["bench_seed"])
-                park_large(self.device)  # no large bench of another workload beside this one (memory.py)
-                first = self.factory.make(wl, seed, 1.0)
-                self.benches[idx] = Bench(
-                    self.runner(idx),
-                    first,
-                    self.device,
-                    int(msg.get("l2_bytes", 0)),
-                    regenerate=lambda: self.factory.make(wl, seed, 1.0),
-                    mutated=self.contract["mutated"],  # an empty result needs no kernel (judge_capture)
-                )
+            with span("w.bench_setup"):
+                self._bench(idx, msg)
             bench = self.benches[idx]
             reval = None
             if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw
                 seed, scale = msg["reval"]
-                reval = self._revalidate(idx, bench, int(seed), float(scale))
-            if msg.get("pool_seed") is not None and bench.graph is None:
-                self._fresh_pool(idx, bench, int(msg["pool_seed"]))
-            fresh_copies = 0
-            if msg.get("pool_seed") is not None and bench.graph is not None:
-                fresh_copies = self._fresh_graph_copies(idx, bench, int(msg["pool_seed"]))
+                with span("w.revalidate"):
+                    reval = self._revalidate(idx, bench, int(seed), float(scale))
+            with span("w.fresh_inputs"):
+                fresh_copies = self._fresh_inputs(idx, bench, msg)
             if msg.get("steps") and self.device.type != "cuda":  # the parent times each call (hostclock.py)
                 self.pending_reval[idx] = reval if reval is not None else msg.get("reval")
                 bench.kept = {}
                 reps = host_reps(bench.first_s)
                 return {"reps": reps, "calls": 1, "notes": list(bench.notes), "violations": []}
-            timing = bench.measure()
+            with span("w.measure"):
+                timing = bench.measure()
             reply: dict[str, Any] = {
                 "latency_us": timing.latency_us,
                 "spread_pct": timing.spread_pct,
@@ -258,14 +260,40 @@ class Worker:
             }
             if msg.get("reval") is not None and reval is None:
                 seed, scale = msg["reval"]
-                reval = self._revalidate(idx, bench, int(seed), float(scale))
+                with span("w.revalidate"):
+                    reval = self._revalidate(idx, bench, int(seed), float(scale))
             if reval is not None:
                 reply["violations"] += reval.pop("violations")
                 reply.update(reval)
             reply["violations"] += _CHECK(self.sentinel)
+            reply["spans"] = spans_snapshot()  # advisory, as in `run`
             return reply
         except BaseException as exc:
             return {"error": _failure(exc)}
+
+    def _bench(self, idx: int, msg: dict[str, Any]) -> None:
+        """Workload `idx`'s bench, made on its first timing round (from the parent's bench seed)."""
+        if idx in self.benches:
+            return
+        wl, seed = self.op.workloads[idx], int(msg["bench_seed"])
+        park_large(self.device)  # no large bench of another workload beside this one (memory.py)
+        first = self.factory.make(wl, seed, 1.0)
+        self.benches[idx] = Bench(
+            self.runner(idx),
+            first,
+            self.device,
+            int(msg.get("l2_bytes", 0)),
+            regenerate=lambda: self.factory.make(wl, seed, 1.0),
+            mutated=self.contract["mutated"],  # an empty result needs no kernel (judge_capture)
+        )
+
+    def _fresh_inputs(self, idx: int, bench: Bench, msg: dict[str, Any]) -> int:
+        """The round's fresh inputs for its timed calls (spotcheck.py); the graph copies refreshed."""
+        if msg.get("pool_seed") is not None and bench.graph is None:
+            self._fresh_pool(idx, bench, int(msg["pool_seed"]))
+        if msg.get("pool_seed") is not None and bench.graph is not None:
+            return self._fresh_graph_copies(idx, bench, int(msg["pool_seed"]))
+        return 0
 
     def steps(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Host timing driven by the parent, which reads this process's CPU time around each step itself

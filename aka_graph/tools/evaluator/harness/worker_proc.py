@@ -99,7 +99,9 @@ def remove_tree(path: Path) -> None:
 
 
 class WorkerProcess:
-    def __init__(self, op_dir: Path, kernel_dir: Path, device: str, blob_root: Path | None = None) -> None:
+    def __init__(
+        self, op_dir: Path, kernel_dir: Path | None, device: str, blob_root: Path | None = None
+    ) -> None:
         """`device`: cuda, cpu, or auto (the worker resolves it as the parent does; `wait_ready`
         returns what it chose). The channel is attached once the parent knows its device.
 
@@ -111,11 +113,16 @@ class WorkerProcess:
         self.scratch.mkdir()
         self.op_view = self.build_dir / "op"
         self.op_view.mkdir()
-        self.source_dir = Path(kernel_dir)
-        self.kernel_dir = self.source_dir
-        if self.source_dir.is_dir():
-            self.kernel_dir = read_only_copy(self.source_dir, self.build_dir / "kernel")
-        keep = [_package_root() / PACKAGE.replace(".", "/"), self.build_dir, self.source_dir]
+        # a spare (serve.py) is spawned before its candidate exists: `adopt` copies it in later, where
+        # the worker already looks (its private build dir, visible in the jail as it was at spawn)
+        self.source_dir = Path(kernel_dir) if kernel_dir is not None else None
+        self.kernel_dir = self.build_dir / "kernel"
+        if self.source_dir is not None:
+            self.kernel_dir = self.source_dir
+            if self.source_dir.is_dir():
+                self.kernel_dir = read_only_copy(self.source_dir, self.build_dir / "kernel")
+        keep = [_package_root() / PACKAGE.replace(".", "/"), self.build_dir]
+        keep += [self.source_dir] if self.source_dir is not None else []
         jail = argv_prefix(self.scratch, hidden_paths(Path(op_dir), blob_root, keep))
         self.isolation = "namespace" if jail is not None else f"none ({unavailable()})"
         p2w_r, p2w_w = os.pipe()
@@ -161,7 +168,16 @@ class WorkerProcess:
         self.worker_times: dict[str, float] = {}
         self.fds = (w2p_r, p2w_w)
         self.ready = False
+        self.ready_reply: dict[str, Any] | None = None
         self.closed = False
+
+    def adopt(self, kernel_dir: Path) -> None:
+        """A spare worker's candidate: copied (read-only) to where the worker will import it from. Only
+        before the load command, once: a worker never holds two candidates."""
+        if self.source_dir is not None:
+            raise RuntimeError("this worker already has its candidate")
+        self.source_dir = Path(kernel_dir)
+        read_only_copy(self.source_dir, self.kernel_dir)
 
     def expose(self, op: Any, indices: list[int]) -> list[int]:
         """Write the job's view of the operator (only `indices`' workloads and their blobs) where the
@@ -169,17 +185,23 @@ class WorkerProcess:
         return write_view(op, indices, self.op_view, link=self.isolation == "namespace")
 
     def attach(self, map_location: str) -> None:
+        """The channel to the worker, once (a spare's may be attached while the parent waits for it)."""
+        if self.chan is not None:
+            return
         from .protocol import Channel
 
         region = shm.Region(self.region_fd) if self.region_fd is not None else None
         self.chan = Channel(self.fds[0], self.fds[1], map_location=map_location, region=region)
 
     def wait_ready(self, timeout_s: float) -> dict[str, Any]:
+        """The worker's ready message (kept: a spare's is read early, by serve.py, and again here)."""
+        if self.ready_reply is not None:
+            return self.ready_reply
         reply = self.request(None, timeout_s)
         self.times["ready_received"] = time.perf_counter()
         if "error" in reply:
             raise WorkerDied(reply["error"]["message"])
-        self.ready = True
+        self.ready, self.ready_reply = True, reply
         timeline = reply.get("timeline")  # sent before the candidate was imported
         self.worker_times = dict(timeline) if isinstance(timeline, dict) else {}
         return reply

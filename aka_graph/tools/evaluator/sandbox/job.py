@@ -6,6 +6,9 @@ spawns GPU work directly, so an environment failure (exit 75) can always be told
 
 from __future__ import annotations
 
+import contextlib
+import shutil
+import subprocess
 from pathlib import Path
 from typing import Literal, Protocol, runtime_checkable
 
@@ -79,3 +82,32 @@ class Sandbox(Protocol):
     def health(self) -> HealthReport:
         """The health probe: is the GPU (or CPU, in tests) usable right now?"""
         ...
+
+
+class LiveJob:
+    """A job left running by `start` (the warm evaluator): its directory, its process, and the GPU lock's
+    key for the requests the caller sends it."""
+
+    def __init__(
+        self, root: Path, work: Path, proc: subprocess.Popen[bytes], lock_key: str, grace_s: float
+    ) -> None:
+        self.root, self.work, self.proc, self.lock_key, self.grace_s = root, work, proc, lock_key, grace_s
+
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def stderr_tail(self, n: int = 2000) -> str:
+        try:
+            return (self.root / "stderr").read_text(errors="replace")[-n:]
+        except OSError:
+            return ""
+
+    def stop(self) -> None:
+        """The whole process tree killed (the job's own session) and its directory removed."""
+        from aka_graph.process_tree import kill_tree
+
+        if self.alive():
+            kill_tree(self.proc.pid, self.grace_s)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.proc.wait(timeout=10)
+        shutil.rmtree(self.root, ignore_errors=True)

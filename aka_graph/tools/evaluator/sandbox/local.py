@@ -36,7 +36,7 @@ from aka_graph.tools.evaluator.sandbox.isolation import (
     job_environment,
     unshare_argv,
 )
-from aka_graph.tools.evaluator.sandbox.job import HealthReport, SandboxJob, SandboxResult
+from aka_graph.tools.evaluator.sandbox.job import HealthReport, LiveJob, SandboxJob, SandboxResult
 from aka_graph.tools.evaluator.sandbox.outcome import (
     environment_failure,
     health_from_result,
@@ -273,6 +273,44 @@ class LocalSandbox:
             )
         finally:
             shutil.rmtree(root, ignore_errors=True)
+
+    def start(self, job: SandboxJob) -> LiveJob:
+        """`job` started and left running (the warm evaluator, harness/serve.py): staged and isolated as
+        `run` does, but the caller talks to it through its job directory and ends it (`LiveJob.stop`).
+        It holds no GPU lock: the caller takes the lock around each request it sends. It dies with this
+        process (bubblewrap's --die-with-parent, or PR_SET_PDEATHSIG on the command itself)."""
+        from aka_graph.tools.evaluator.harness.isolate import die_with_parent
+
+        if job.gpu_index is None and self.gpu_index is not None:
+            job = job.model_copy(update={"gpu_index": self.gpu_index})
+        root = Path(tempfile.mkdtemp(prefix=f"aka-job-{_safe(job.label)}-", dir=self.base_dir))
+        work = root / "work"
+        (work / ".tmp").mkdir(parents=True)
+        stage_inputs(job.inputs, work)
+        uuid, nodes = self._gpu(job.gpu_index) if job.gpu_index is not None else (None, [])
+        lock_key = uuid or (str(job.gpu_index) if job.gpu_index is not None else "default")
+        env = job_environment(
+            job.env, str(work), uuid, default_path=self._default_path(), runtime_env=self.runtime_env
+        )
+        if self.isolation != "none":
+            env[SANDBOX_ISOLATION_VAR] = self.isolation
+        argv = list(job.argv)
+        if self.isolation == "bwrap":
+            argv, env = bwrap_argv(self._bwrap_config(str(work), env, nodes), argv), {"PATH": DEFAULT_PATH}
+        elif self.isolation == "unshare":
+            argv = unshare_argv(str(work), argv, shutil.which("unshare") or "unshare")
+        with (root / "stdout").open("wb") as out, (root / "stderr").open("wb") as err:
+            proc = subprocess.Popen(
+                argv,
+                cwd=work,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                preexec_fn=die_with_parent,
+            )
+        return LiveJob(root, work, proc, lock_key, self.kill_grace_s)
 
     def _default_path(self) -> str:
         return f"{Path(self.python).parent}:{DEFAULT_PATH}"

@@ -34,6 +34,7 @@ class FakeKernelState:
         self.rounds = 0
         self.verdicts = {0: WorkloadVerdict(revalidated=True)}
         self.alive, self.error, self.worker = True, None, None
+        self.worker_spans: dict[str, Any] = {}
 
     def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         assert msg["cmd"] == "time" and msg["wl"] == 0
