@@ -23,7 +23,7 @@ measure)
   profile_test $((580 - (SECONDS - T0)))
   ;;
 warm)
-  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --warm --out "$WORK/speed"
+  run speed 280 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --warm --out "$WORK/speed"
   run timing 150 "${PYT[@]}" tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
       --junitxml "$WORK/timing.xml"
   honest_alone $((580 - (SECONDS - T0)))
