@@ -41,11 +41,11 @@ install_kit() {
   PYPATH="$SITE:$PYPATH"
 }
 
-install_dsl() {  # the CuTe DSL wheel, installed with --target: the harness adds its package dir itself
-  ls .gpu_dsl/*.whl >/dev/null 2>&1 || { echo "no .gpu_dsl/*.whl here (carry .gpu_dsl)"; return 1; }
+install_dsl() {  # the CuTe DSL's files (an xz tar of its wheel): the harness adds its package dir itself
+  ls .gpu_dsl/cute_dsl_site.tar.xz >/dev/null 2>&1 || { echo "no .gpu_dsl here (carry .gpu_dsl)"; return 1; }
   if [ ! -f /tmp/dsl-site/.complete ]; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/dsl-site .gpu_dsl/*.whl \
-      || { echo "CuTe DSL install failed"; return 1; }
+    mkdir -p /tmp/dsl-site && tar -C /tmp/dsl-site -xJf .gpu_dsl/cute_dsl_site.tar.xz \
+      || { echo "CuTe DSL unpack failed"; return 1; }
     touch /tmp/dsl-site/.complete
   fi
   PYPATH="/tmp/dsl-site:$PYPATH"
@@ -79,10 +79,15 @@ section_bench() {
     --jobs "${BENCH_JOBS:-4}" --out "$OUT"
 }
 
-section_dsl() {
+section_dsl() {  # the CuTe DSL solution: its test, then side by side with the SOL-ExecBench CLI
   install_dsl || return 1
   [ -d .gpu/whl ] && install_kit
-  pytest_gpu tests/gpu/test_languages_gpu.py -k cute_dsl
+  pytest_gpu tests/gpu/test_languages_gpu.py -k cute_dsl || return 1
+  [ -d .gpu_dsl/sol ] || { echo "no .gpu_dsl/sol: the side-by-side is skipped"; return 0; }
+  python3 -m pip install -q --no-index --no-deps --target /tmp/sol-site .gpu_dsl/sol/whl/*.whl \
+    .gpu_dsl/whl/*.whl >/dev/null 2>&1 || true
+  PYTHONPATH="$PYPATH" python3 benchmarks/bench_languages_gpu.py --sol-cli .gpu_dsl/sol/src/src \
+    --only cute_dsl_add --out "$OUT"
 }
 
 SECTIONS=("$@")

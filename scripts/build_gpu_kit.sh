@@ -16,8 +16,9 @@
 # The CuTe DSL (nvidia-cutlass-dsl) is NOT in .gpu: a device call carries 64 MiB in all and the kit is
 # ~51 MB, while the DSL is ~97 MB of wheels for CUDA 13 (4.8: libs-base 3 MB + libs-core 1.6 MB + libs-cu13
 # 92 MB) or one 59 MB wheel (4.3.5, the last single-wheel release, built for CUDA 12.9: the H200's CUDA 13
-# driver should run it, not yet tried there). KIT_CUTE_DSL=1 puts that wheel alone in the git-ignored
-# .gpu_dsl/, for a device call of its own that carries only `.gpu_dsl` (56 MiB).
+# driver ran it in round 5). KIT_CUTE_DSL=1 builds the git-ignored .gpu_dsl/ for a device call of its
+# own that carries only `.gpu_dsl` (~55 MB): that wheel's files as one xz tar, the SOL-ExecBench CLI and
+# pydantic (`bash benchmarks/gpu_languages.sh dsl`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SOL_GIT=${1:-/work/.mirror/NVIDIA+SOL-ExecBench/repo}
@@ -68,9 +69,14 @@ else
   echo "(no SOL-ExecBench mirror at $SOL_GIT: the side-by-side timing will be skipped)"
 fi
 if [ "${KIT_CUTE_DSL:-0}" = 1 ]; then
-  echo "== CuTe DSL (one wheel, for a device call of its own: carry .gpu_dsl)"
-  mkdir -p .gpu_dsl
-  "${PIP[@]}" --no-deps -d .gpu_dsl 'nvidia-cutlass-dsl==4.3.5'
+  # the wheel unpacked and packed again with xz (59 MB -> 41 MB), so that the SOL-ExecBench CLI (.gpu/sol)
+  # and pydantic, which it imports, fit beside it: the CuTe DSL solution side by side with the CLI
+  echo "== CuTe DSL (for a device call of its own: carry .gpu_dsl)"
+  rm -rf .gpu_dsl && mkdir -p .gpu_dsl/whl /tmp/aka-dsl-wheel /tmp/aka-dsl-site
+  "${PIP[@]}" --no-deps -d /tmp/aka-dsl-wheel 'nvidia-cutlass-dsl==4.3.5'
+  rm -rf /tmp/aka-dsl-site/* && python3 -m zipfile -e /tmp/aka-dsl-wheel/nvidia_cutlass_dsl-*.whl /tmp/aka-dsl-site
+  tar -C /tmp/aka-dsl-site -cf - . | xz -9 -T0 > .gpu_dsl/cute_dsl_site.tar.xz
+  cp -r .gpu/sol .gpu_dsl/sol && cp .gpu/whl/*.whl .gpu_dsl/whl/
   du -sh .gpu_dsl
 fi
 du -sh .gpu .gpu/* | sort -k2
