@@ -5,14 +5,16 @@
 #                                           parent's steps, spans.py), the real-benchmark class and format
 #                                           fixtures (round 4's new ones had only run on CPU), the profile
 #                                           test with ncu's units read right
-#   bash benchmarks/gpu_round5.sh warm      the warm evaluator (harness `serve`, issue 9): cold runs beside
-#                                           the warm service's campaign-like sequence, the classes through
-#                                           the service, the timing gate and the honest controls
+#   bash benchmarks/gpu_round5.sh warm      the warm evaluator (harness `serve`, issue 9): a cold run beside
+#                                           the warm service's campaign-like sequence, the timing gate and
+#                                           the honest controls
+#   bash benchmarks/gpu_round5.sh final     the speed again after warm's findings, every cheat through one
+#                                           warm service, the MoE fixture twice through one service
 # Output: $OUT/round5_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROUND=round5
-CALL=${1:?measure or warm}
+CALL=${1:?measure, warm or final}
 source benchmarks/gpu_steps.sh
 
 case $CALL in
@@ -28,7 +30,14 @@ warm)
       --junitxml "$WORK/timing.xml"
   honest_alone $((580 - (SECONDS - T0)))
   ;;
-*) echo "unknown call $CALL (measure or warm)"; exit 2 ;;
+final)
+  # after the warm call: the region page-locked, the flop count once per service; the warm service's
+  # integrity (every cheat through one service between honest kernels) and memory (MoE twice)
+  run speed 220 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --warm --out "$WORK/speed"
+  run warm_service $((585 - (SECONDS - T0))) "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py \
+      --junitxml "$WORK/warm_service.xml"
+  ;;
+*) echo "unknown call $CALL (measure, warm or final)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done

@@ -17,13 +17,14 @@ def test_blob_root_and_all_workloads_reach_the_evaluator(tmp_path: Path) -> None
         replay_script=str(EXAMPLE / "replay.json"),
         blob_root=str(tmp_path),
         all_workloads=True,
+        warm_evaluator=False,
     )
     evaluator = build_default_context(config).evaluator
-    assert evaluator == HarnessEvaluator(blob_root=tmp_path.resolve(), all_workloads=True)
+    assert evaluator == HarnessEvaluator(blob_root=tmp_path.resolve(), all_workloads=True, warm=False)
 
 
-def test_by_default_the_evaluator_uses_no_blob_root_and_the_cpu_subset() -> None:
+def test_by_default_the_evaluator_is_warm_with_no_blob_root_and_the_cpu_subset() -> None:
     config = CampaignConfig(
         op_dir=str(EXAMPLE), agent_cli="replay", replay_script=str(EXAMPLE / "replay.json")
     )
-    assert build_default_context(config).evaluator == HarnessEvaluator()
+    assert build_default_context(config).evaluator == HarnessEvaluator(warm=True)

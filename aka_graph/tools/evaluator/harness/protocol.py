@@ -110,6 +110,53 @@ def _metas(obj: Any) -> list[dict[str, Any]]:
     return found
 
 
+PIN_STEP = 64 << 20  # the region is page-locked in steps of this many bytes, as far as replies reach
+
+
+class PinnedPrefix:
+    """The first bytes of this process's mapping of the shared region, registered with CUDA as
+    page-locked memory (cudaHostRegister) as far as the replies have reached (issue 9, Speed).
+
+    Copies between the device and pageable memory go through the driver's own staging buffer, at a
+    fraction of the bus's rate: 2 GB of rmsnorm's outputs took ~0.4 s to write in the worker and ~0.3 s to
+    read in the parent on the H200. Registered, the same copies run at the bus's rate. Only what replies
+    use is registered (the region is a quarter of the host's memory, mostly never touched), and a
+    registration that fails (a driver or limit that refuses it) leaves the region pageable, as before.
+    `release` unregisters before the mapping goes away: a long-lived parent (serve.py) maps one region
+    per worker and must not leave their pages locked."""
+
+    def __init__(self, region: Region | None) -> None:
+        self.region, self.upto, self.failed = region, 0, False
+        self.ranges: list[int] = []  # the start address of each registered range
+
+    def cover(self, end: int) -> None:
+        region = self.region
+        if self.failed or end <= self.upto or region is None or region.map is None:
+            return
+        if not torch.cuda.is_available():
+            self.failed = True
+            return
+        new_end = min(region.size, -(-end // PIN_STEP) * PIN_STEP)
+        base = torch.frombuffer(region.map, dtype=torch.uint8, count=1).data_ptr()
+        try:
+            err = torch.cuda.cudart().cudaHostRegister(base + self.upto, new_end - self.upto, 0)
+        except (RuntimeError, AttributeError, TypeError):
+            self.failed = True
+            return
+        if int(getattr(err, "value", err)) != 0:
+            self.failed = True
+            return
+        self.ranges.append(base + self.upto)
+        self.upto = new_end
+
+    def release(self) -> None:
+        for start in self.ranges:
+            with contextlib.suppress(RuntimeError, AttributeError, TypeError):
+                torch.cuda.cudart().cudaHostUnregister(start)
+        self.ranges.clear()
+        self.upto, self.failed = 0, True
+
+
 class Channel:
     def __init__(
         self, rfd: int, wfd: int, map_location: str | None = None, region: Region | None = None
@@ -118,6 +165,7 @@ class Channel:
         self.rfd, self.wfd, self.map_location, self.region = rfd, wfd, map_location, region
         self._stage: torch.Tensor | None = None  # one pinned buffer, reused for every device tensor
         self.bulk_bytes = 0  # bytes that went through the region (sent or received): reported, tested
+        self.pinned = PinnedPrefix(region)  # registered with CUDA as device copies reach it
         enlarge(wfd)
 
     def stage(self, nbytes: int) -> torch.Tensor:
@@ -144,8 +192,10 @@ class Channel:
             if n == 0 or at + n > self.region.size:
                 left.append(t)
                 continue
+            if t.device.type == "cuda":
+                self.pinned.cover(at + n)
             dst = torch.frombuffer(self.region.map, dtype=torch.uint8, count=n, offset=at)
-            dst.copy_(t.reshape(-1).view(torch.uint8))  # device -> host, synchronous (pageable memory)
+            dst.copy_(t.reshape(-1).view(torch.uint8))  # device -> host, synchronous
             meta["at"] = at
             self.bulk_bytes += n
             at += -(-n // ALIGN) * ALIGN
@@ -220,6 +270,7 @@ class Channel:
         with span("transfer.region_read"):
             if on_gpu:
                 assert self.map_location is not None
+                self.pinned.cover(at + nbytes)
                 return src.to(self.map_location, copy=True)
             return src.clone()
 

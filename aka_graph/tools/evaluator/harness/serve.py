@@ -180,6 +180,7 @@ class Service:
             return _failure("INFRA_ERROR", f"harness failure: {type(exc).__name__}: {exc}\n{tb}"), False
         finally:
             worker.close()
+            self.session.reference.release_benches()  # the next worker gets the memory back
         res = results["A"]
         res.pop("label", None)
         self.evaluated += 1

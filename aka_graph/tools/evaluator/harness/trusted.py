@@ -10,6 +10,7 @@ import torch
 
 from .bench import Bench, park_large
 from .inputs import InputFactory, output_shapes
+from .memory import release
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest
@@ -123,6 +124,13 @@ class Reference:
                 regenerate=lambda: self.inputs(idx, bench_seed, 1.0),
             )
         return self.benches[idx].measure()
+
+    def release_benches(self) -> None:
+        """Drop the reference's timing benches (their rotated copies and graphs): a long-lived parent
+        (serve.py) must leave the next candidate's worker the memory a cold evaluation would; the
+        latencies they measured are in the reference-timing cache."""
+        self.benches.clear()
+        release(self.device)
 
 
 def contract_note(contract: dict[str, Any], op: Operator) -> dict[str, Any]:

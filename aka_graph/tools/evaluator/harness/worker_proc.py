@@ -246,6 +246,8 @@ class WorkerProcess:
             return
         self.closed = True
         self.kill()  # nothing of the worker's is needed any more; a graceful exit only costs time
+        if self.chan is not None:  # our mapping's page-locked prefix (protocol.PinnedPrefix)
+            self.chan.pinned.release()
         for fd in (*self.fds, *([self.region_fd] if self.region_fd is not None else [])):
             with contextlib.suppress(OSError):
                 os.close(fd)

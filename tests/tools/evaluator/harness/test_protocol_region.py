@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from aka_graph.tools.evaluator.harness import shm
-from aka_graph.tools.evaluator.harness.protocol import Channel, ProtocolError
+from aka_graph.tools.evaluator.harness.protocol import PIN_STEP, Channel, PinnedPrefix, ProtocolError
 
 SIZE = 1 << 20
 
@@ -146,3 +146,64 @@ def test_the_region_is_a_bounded_share_of_host_memory() -> None:
     assert shm.capacity(16 << 30) == 4 << 30
     assert shm.capacity(2 << 40) == shm.MAX_CAPACITY
     assert shm.capacity(0) == 0 and shm.create(0) is None
+
+
+class FakeCudart:
+    """cudaHostRegister / cudaHostUnregister recorded (this host has no CUDA); `refuse`: every
+    registration fails as a driver that will not lock the pages would."""
+
+    def __init__(self, refuse: bool = False) -> None:
+        self.registered: list[tuple[int, int]] = []
+        self.unregistered: list[int] = []
+        self.refuse = refuse
+
+    def cudaHostRegister(self, ptr: int, size: int, flags: int) -> int:
+        if self.refuse:
+            return 2  # cudaErrorMemoryAllocation
+        self.registered.append((ptr, size))
+        return 0
+
+    def cudaHostUnregister(self, ptr: int) -> int:
+        self.unregistered.append(ptr)
+        return 0
+
+
+def _pinned_region(monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart) -> tuple[PinnedPrefix, int]:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "cudart", lambda: cudart)
+    fd = shm.create(3 * PIN_STEP + 4096)
+    assert fd is not None
+    region = shm.Region(fd)
+    base = torch.frombuffer(region.map, dtype=torch.uint8, count=1).data_ptr()
+    return PinnedPrefix(region), base
+
+
+def test_the_region_is_page_locked_in_steps_as_far_as_replies_reach_and_unlocked_on_release(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cudart = FakeCudart()
+    pinned, base = _pinned_region(monkeypatch, cudart)
+    pinned.cover(100)
+    pinned.cover(PIN_STEP)  # already covered: no second registration
+    assert cudart.registered == [(base, PIN_STEP)]
+    pinned.cover(PIN_STEP + 1)
+    assert cudart.registered[1] == (base + PIN_STEP, PIN_STEP)
+    pinned.cover(10 * PIN_STEP)  # never past the region's end
+    assert cudart.registered[2] == (base + 2 * PIN_STEP, PIN_STEP + 4096)
+    pinned.release()
+    assert cudart.unregistered == [base, base + PIN_STEP, base + 2 * PIN_STEP]
+    pinned.cover(100)  # released for good: the mapping is about to go
+    assert len(cudart.registered) == 3
+
+
+def test_a_refused_registration_leaves_the_region_pageable_and_is_not_retried(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    cudart = FakeCudart(refuse=True)
+    pinned, _ = _pinned_region(monkeypatch, cudart)
+    pinned.cover(100)
+    cudart.refuse = False
+    pinned.cover(2 * PIN_STEP)
+    assert cudart.registered == [] and pinned.failed
+    pinned.release()
+    assert cudart.unregistered == []
