@@ -120,14 +120,16 @@ class PinnedPrefix:
     Copies between the device and pageable memory go through the driver's own staging buffer, at a
     fraction of the bus's rate: 2 GB of rmsnorm's outputs took ~0.4 s to write in the worker and ~0.3 s to
     read in the parent on the H200. Registered, the same copies run at the bus's rate. Only what replies
-    use is registered (the region is a quarter of the host's memory, mostly never touched), and a
-    registration that fails (a driver or limit that refuses it) leaves the region pageable, as before.
-    `release` unregisters before the mapping goes away: a long-lived parent (serve.py) maps one region
-    per worker and must not leave their pages locked."""
+    use is registered (the region is a quarter of the host's memory, mostly never touched), always as ONE
+    range from the region's start: a copy may not span two registrations (the H200 answered "invalid
+    argument" for a tensor crossing the boundary of two), so growing re-registers the whole prefix, at
+    least doubling it. A registration or a copy that fails leaves the region pageable for good, as
+    before. `release` unregisters before the mapping goes away: a long-lived parent (serve.py) maps one
+    region per worker and must not leave their pages locked."""
 
     def __init__(self, region: Region | None) -> None:
         self.region, self.upto, self.failed = region, 0, False
-        self.ranges: list[int] = []  # the start address of each registered range
+        self.start: int | None = None  # the registered range's address (it begins at the region's start)
 
     def cover(self, end: int) -> None:
         region = self.region
@@ -136,25 +138,29 @@ class PinnedPrefix:
         if not torch.cuda.is_available():
             self.failed = True
             return
-        new_end = min(region.size, -(-end // PIN_STEP) * PIN_STEP)
+        new_end = min(region.size, -(-max(end, 2 * self.upto) // PIN_STEP) * PIN_STEP)
         base = torch.frombuffer(region.map, dtype=torch.uint8, count=1).data_ptr()
+        self._unregister()
         try:
-            err = torch.cuda.cudart().cudaHostRegister(base + self.upto, new_end - self.upto, 0)
+            err = torch.cuda.cudart().cudaHostRegister(base, new_end, 0)
         except (RuntimeError, AttributeError, TypeError):
             self.failed = True
             return
         if int(getattr(err, "value", err)) != 0:
             self.failed = True
             return
-        self.ranges.append(base + self.upto)
-        self.upto = new_end
+        self.start, self.upto = base, new_end
+
+    def _unregister(self) -> None:
+        if self.start is not None:
+            with contextlib.suppress(RuntimeError, AttributeError, TypeError):
+                torch.cuda.cudart().cudaHostUnregister(self.start)
+        self.start, self.upto = None, 0
 
     def release(self) -> None:
-        for start in self.ranges:
-            with contextlib.suppress(RuntimeError, AttributeError, TypeError):
-                torch.cuda.cudart().cudaHostUnregister(start)
-        self.ranges.clear()
-        self.upto, self.failed = 0, True
+        """Unregistered for good (a copy into it failed, or the mapping is about to go)."""
+        self._unregister()
+        self.failed = True
 
 
 class Channel:
@@ -195,7 +201,14 @@ class Channel:
             if t.device.type == "cuda":
                 self.pinned.cover(at + n)
             dst = torch.frombuffer(self.region.map, dtype=torch.uint8, count=n, offset=at)
-            dst.copy_(t.reshape(-1).view(torch.uint8))  # device -> host, synchronous
+            src = t.reshape(-1).view(torch.uint8)
+            try:
+                dst.copy_(src)  # device -> host, synchronous
+            except RuntimeError:  # refused into the registered range: pageable from now on, once more
+                if self.pinned.start is None:
+                    raise
+                self.pinned.release()
+                dst.copy_(src)
             meta["at"] = at
             self.bulk_bytes += n
             at += -(-n // ALIGN) * ALIGN
@@ -271,7 +284,13 @@ class Channel:
             if on_gpu:
                 assert self.map_location is not None
                 self.pinned.cover(at + nbytes)
-                return src.to(self.map_location, copy=True)
+                try:
+                    return src.to(self.map_location, copy=True)
+                except RuntimeError:  # as in _place: pageable from now on, once more
+                    if self.pinned.start is None:
+                        raise
+                    self.pinned.release()
+                    return src.to(self.map_location, copy=True)
             return src.clone()
 
     def _rebuild(self, obj: Any, deadline: float | None, count: list[int]) -> Any:

@@ -127,7 +127,10 @@ def judge_capture(kernel_nodes: int | None, calls: int, no_work: bool = False) -
     if kernel_nodes is None or no_work:
         return None
     if kernel_nodes == 0:
-        return f"the CUDA graph of {calls} calls captured no kernels (work skipped or done elsewhere)"
+        return (
+            f"the CUDA graph of {calls} calls captured no kernels (work skipped or done elsewhere: a kernel "
+            "launched on a stream other than torch.cuda.current_stream() runs outside what is timed)"
+        )
     if kernel_nodes < calls:
         return (
             f"the CUDA graph captured {kernel_nodes} kernels for {calls} calls: repeated calls "

@@ -178,20 +178,23 @@ def _pinned_region(monkeypatch: pytest.MonkeyPatch, cudart: FakeCudart) -> tuple
     return PinnedPrefix(region), base
 
 
-def test_the_region_is_page_locked_in_steps_as_far_as_replies_reach_and_unlocked_on_release(
+def test_the_region_is_page_locked_as_one_range_from_its_start_growing_and_unlocked_on_release(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
+    """One range, always from the region's start: a copy may not span two registrations (the H200
+    refused a tensor crossing the boundary of two with "invalid argument")."""
     cudart = FakeCudart()
     pinned, base = _pinned_region(monkeypatch, cudart)
     pinned.cover(100)
     pinned.cover(PIN_STEP)  # already covered: no second registration
     assert cudart.registered == [(base, PIN_STEP)]
-    pinned.cover(PIN_STEP + 1)
-    assert cudart.registered[1] == (base + PIN_STEP, PIN_STEP)
+    pinned.cover(PIN_STEP + 1)  # grows: the old range is unregistered, the whole prefix registered again
+    assert cudart.unregistered == [base] and cudart.registered[1] == (base, 2 * PIN_STEP)
     pinned.cover(10 * PIN_STEP)  # never past the region's end
-    assert cudart.registered[2] == (base + 2 * PIN_STEP, PIN_STEP + 4096)
+    assert cudart.registered[2] == (base, 3 * PIN_STEP + 4096)
+    assert all(start == base for start, _ in cudart.registered)
     pinned.release()
-    assert cudart.unregistered == [base, base + PIN_STEP, base + 2 * PIN_STEP]
+    assert cudart.unregistered == [base, base, base]
     pinned.cover(100)  # released for good: the mapping is about to go
     assert len(cudart.registered) == 3
 
