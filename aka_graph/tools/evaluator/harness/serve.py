@@ -100,10 +100,13 @@ class Service:
         (none when the spare is still unused: a bad request does not consume it)."""
         if self.spare is not None:
             return
-        blobs = self.settings.blob_root
-        device = self.session.device.type if self.session is not None else self.settings.device
-        self.spare = WorkerProcess(Path(self.settings.op_dir), None, device, blobs)
+        self.spare = self.new_worker()
         self.write_state("idle")
+
+    def new_worker(self) -> WorkerProcess:
+        """A worker with no candidate yet (`adopt` gives it one), jailed as a cold evaluation's."""
+        device = self.session.device.type if self.session is not None else self.settings.device
+        return WorkerProcess(Path(self.settings.op_dir), None, device, self.settings.blob_root)
 
     def spare_ready(self) -> bool:
         """Whether the spare has said it is ready (read without waiting once its message is there)."""
@@ -166,7 +169,7 @@ class Service:
         if worker is None or worker.proc.poll() is not None:  # it died idle: a fresh one, cold
             if worker is not None:
                 worker.close()
-            worker = WorkerProcess(Path(self.settings.op_dir), None, self.session.device.type, None)
+            worker = self.new_worker()
         self.write_state("busy")
         try:
             worker.adopt(kernel)

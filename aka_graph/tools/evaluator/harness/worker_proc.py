@@ -202,6 +202,10 @@ class WorkerProcess:
         if "error" in reply:
             raise WorkerDied(reply["error"]["message"])
         self.ready, self.ready_reply = True, reply
+        # no candidate code has run yet: its processes now (in the jail, `unshare` and the worker under
+        # it) are ours, and stay known if it dies before its candidate arrives (a spare killed while idle
+        # leaves its jailed worker re-parented to us: never a stray of the next candidate's)
+        OWN_PIDS.update(self.own_pids())
         timeline = reply.get("timeline")  # sent before the candidate was imported
         self.worker_times = dict(timeline) if isinstance(timeline, dict) else {}
         return reply

@@ -124,6 +124,28 @@ def test_a_bad_request_is_answered_and_the_service_goes_on(service: Service, tmp
     assert service.evaluate(CANDIDATES / "rmsnorm_torch")["status"] == "PASS"
 
 
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    for task in Path(f"/proc/{pid}/task").iterdir():
+        found += [int(c) for c in (task / "children").read_text().split()]
+    return found
+
+
+@pytest.mark.slow
+def test_a_spare_worker_that_died_while_idle_is_replaced(service: Service) -> None:
+    deadline = time.monotonic() + 60
+    while not json.loads((service.spool / "state.json").read_text()).get("spare_ready"):
+        assert time.monotonic() < deadline, "the spare never became ready"
+        time.sleep(0.05)
+    spares = _children(service.proc.pid)
+    assert spares, "no spare worker below the service"
+    for pid in spares:
+        os.kill(pid, 9)
+    result = service.evaluate(CANDIDATES / "rmsnorm_torch")
+    assert result["status"] == "PASS", result["message"]
+    assert result["service"]["worker_pid"] not in spares
+
+
 @pytest.mark.slow
 def test_an_idle_service_ends_by_itself(tmp_path: Path) -> None:
     svc = Service(tmp_path / "spool", SOL_FIXTURES / "rmsnorm", "--idle-timeout", "1")
