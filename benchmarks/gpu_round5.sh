@@ -37,7 +37,15 @@ final)
   run warm_service $((585 - (SECONDS - T0))) "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py \
       --junitxml "$WORK/warm_service.xml"
   ;;
-*) echo "unknown call $CALL (measure, warm or final)"; exit 2 ;;
+jail)
+  # the worker jail's new /dev (read-only, a private /dev/shm) on the GPU, directly (cold harness runs)
+  # and nested in the warm service's unshare job; every result must say the worker was jailed
+  run speed 240 python3 benchmarks/bench_eval_speed.py --device cuda --cold 0 --skip-cli --warm \
+      --campaign rmsnorm_torch rmsnorm_triton --out "$WORK/speed"
+  python3 -c 'import json, sys; d = json.load(open(sys.argv[1]))
+for k, r in d["runs"].items(): print(k, r.get("status"), r.get("isolation"))' "$WORK/speed/eval_speed.json"
+  ;;
+*) echo "unknown call $CALL (measure, warm, final or jail)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done

@@ -61,6 +61,7 @@ class WarmEvaluator:
         self.sandbox, self.key, self.job, self.op_files = sandbox, key, job, op_files
         self.live: LiveJob | None = None
         self.failure = ""  # why the last warm attempt fell back to cold (reported, tested)
+        self.refused = False  # the service said it cannot run here (failed.json): never tried again
         self.lock = threading.Lock()  # one request at a time: the service evaluates in order
         self.ids = itertools.count(1)
 
@@ -72,6 +73,8 @@ class WarmEvaluator:
     def _ensure_started(self) -> bool:
         if self.live is not None and self.live.alive():
             return True
+        if self.refused:
+            return False
         self.stop()
         self.live = self.sandbox.start(self.job)
         deadline = time.monotonic() + START_TIMEOUT_S
@@ -79,6 +82,7 @@ class WarmEvaluator:
             if (self.spool / "ready.json").is_file():
                 return True
             if (self.spool / "failed.json").is_file() or not self.live.alive():
+                self.refused = (self.spool / "failed.json").is_file()  # this host, these settings
                 self.failure = "the evaluator service did not start: " + self._why()
                 self.stop()
                 return False
@@ -105,6 +109,7 @@ class WarmEvaluator:
             else:
                 shutil.copytree(kernel, dest, ignore=shutil.ignore_patterns("__pycache__"))
             request = self.spool / "requests" / f"{rid}.json"
+            (self.spool / "results" / f"{rid}.json").unlink(missing_ok=True)  # only the service's answer
             tmp = request.with_name(f".{rid}.tmp")
             tmp.write_text(json.dumps({"kernel": f"kernels/{rid}"}))
             try:

@@ -24,6 +24,7 @@ import contextlib
 import functools
 import shutil
 import subprocess
+import tempfile
 from pathlib import Path
 
 OUTER = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net"]
@@ -44,7 +45,19 @@ awk '{print $5}' /proc/self/mountinfo | sort -u | while read -r raw; do
   case "$mp" in /proc|/proc/*|/dev|/dev/*|"$scratch") continue ;; esac
   mount -o remount,bind,ro "$mp" 2>/dev/null
 done
+# /dev keeps its device nodes (writing to a device node is allowed on a read-only mount) but no
+# candidate may add, remove or leave files there: /dev/shm is a fresh private tmpfs per worker (gone with
+# its mount namespace) and /dev itself read-only (a long-lived evaluator, serve.py, runs many workers in
+# one job: anything left there would reach the next candidate, and an unlinked /dev/null broke the next
+# spawn; round 5's red team did both)
+if [ -d /dev/shm ]; then
+  mount -t tmpfs -o size=1g,mode=1777,nosuid,nodev aka_shm /dev/shm || exit 95
+fi
+if awk '$5 == "/dev" {found=1} END {exit !found}' /proc/self/mountinfo; then
+  mount -o remount,bind,ro /dev || exit 95
+fi
 touch /.aka_jail_probe 2>/dev/null && exit 98
+touch /dev/.aka_jail_probe 2>/dev/null && exit 98
 cd "$scratch" 2>/dev/null || cd /  # a working directory opened before the bind sees the read-only mount
 exec unshare --user --map-root-user --mount -- "$@"
 """
@@ -53,6 +66,7 @@ exec unshare --user --map-root-user --mount -- "$@"
 # parent only: the worker's environment never carries it (worker_proc.INHERITED).
 SANDBOX_ISOLATION_VAR = "AKA_SANDBOX_ISOLATION"
 JAIL_EXIT = {
+    95: "could not give the worker a private /dev/shm and a read-only /dev",
     96: "could not hide the operator's files",
     97: "could not bind the scratch directory",
     98: "could not make the file systems read-only",
@@ -70,7 +84,9 @@ def unavailable() -> str | None:
     tools = [name for name in ("unshare", "mount", "awk", "sh") if shutil.which(name) is None]
     if tools:
         return f"missing {', '.join(tools)}"
-    probe = Path("/tmp")
+    # the directory workers' scratch lives in (TMPDIR: in a sandbox job, the job's own, the one place
+    # writable there; the host's /tmp is read-only inside a job, so probing it called nested jails broken)
+    probe = Path(tempfile.gettempdir())
     try:
         proc = subprocess.run(
             ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(probe), "", "true"],

@@ -7,9 +7,11 @@ context, the operator and its reference, the contract probe and the flop counter
 once and keeps it: the operator, the reference module (and a native operator's weights), the contract,
 the speed-of-light table, the reference latencies, the CUDA context. What must stay fresh per candidate
 stays fresh:
-- every candidate gets its own worker process, spawned before its candidate exists (a *spare*: torch,
-  CUDA and Triton imported while the agent is still writing the kernel) and killed after its verdict,
-  with fresh build, Triton and inductor caches in its own scratch directory (worker_proc.py);
+- every candidate gets its own jailed worker process (isolate.py: the spool, this job's files and /dev
+  read-only to it, a private /dev/shm; the service does not start where workers cannot be jailed),
+  spawned before its candidate exists (a *spare*: torch, CUDA and Triton imported while the agent is
+  still writing the kernel) and killed after its verdict, with fresh build, Triton and inductor caches
+  in its own scratch directory (worker_proc.py);
 - every evaluation draws its own correctness, timing and re-validation seeds (Session.draw_seeds): no
   candidate meets inputs an earlier one saw;
 - nothing a candidate produced is kept: the parent holds only what it computed itself.
@@ -131,7 +133,14 @@ class Service:
         )
 
     def start(self) -> None:
+        from .isolate import unavailable
         from .session import Session
+
+        why = unavailable()
+        if why is not None:  # unjailed workers could write the spool, or leave files for the next one
+            raise RuntimeError(
+                f"the warm evaluator needs each worker jailed ({why}); candidates are evaluated cold"
+            )
 
         preload()  # the carried reference-timing entries, read before any worker exists
         become_subreaper()

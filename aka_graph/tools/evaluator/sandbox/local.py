@@ -292,12 +292,19 @@ class LocalSandbox:
         env = job_environment(
             job.env, str(work), uuid, default_path=self._default_path(), runtime_env=self.runtime_env
         )
-        if self.isolation != "none":
-            env[SANDBOX_ISOLATION_VAR] = self.isolation
         argv = list(job.argv)
-        if self.isolation == "bwrap":
+        # user namespaces first where they work: a long-lived job evaluates many candidates, and only
+        # there can each worker get a jail of its own (harness/isolate.py; bubblewrap's job cannot mount
+        # the worker's /proc), without which one candidate could write where the next one, or the
+        # service's answers, are read (serve.py refuses to evaluate with unjailed workers)
+        from aka_graph.tools.evaluator.harness.isolate import unavailable
+
+        isolation = "unshare" if self.isolation == "bwrap" and unavailable() is None else self.isolation
+        if isolation != "none":
+            env[SANDBOX_ISOLATION_VAR] = isolation
+        if isolation == "bwrap":
             argv, env = bwrap_argv(self._bwrap_config(str(work), env, nodes), argv), {"PATH": DEFAULT_PATH}
-        elif self.isolation == "unshare":
+        elif isolation == "unshare":
             argv = unshare_argv(str(work), argv, shutil.which("unshare") or "unshare")
         with (root / "stdout").open("wb") as out, (root / "stderr").open("wb") as err:
             proc = subprocess.Popen(
