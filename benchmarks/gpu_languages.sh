@@ -86,6 +86,9 @@ section_dsl() {  # the CuTe DSL solution: its test, then side by side with the S
   [ -d .gpu_dsl/sol ] || { echo "no .gpu_dsl/sol: the side-by-side is skipped"; return 0; }
   python3 -m pip install -q --no-index --no-deps --target /tmp/sol-site .gpu_dsl/sol/whl/*.whl \
     .gpu_dsl/whl/*.whl >/dev/null 2>&1 || true
+  # the CLI's evaluation driver runs the solution in a subprocess of its own environment: the DSL must
+  # be on the interpreter's own path there (a .pth in the user site; this machine is thrown away)
+  mkdir -p "$(python3 -m site --user-site)" && echo /tmp/dsl-site > "$(python3 -m site --user-site)/aka_dsl.pth"
   PYTHONPATH="$PYPATH" python3 benchmarks/bench_languages_gpu.py --sol-cli .gpu_dsl/sol/src/src \
     --only cute_dsl_add --out "$OUT"
 }
