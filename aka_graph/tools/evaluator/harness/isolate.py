@@ -49,15 +49,15 @@ done
 # candidate may add, remove or leave files there: /dev/shm is a fresh private tmpfs per worker (gone with
 # its mount namespace) and /dev itself read-only (a long-lived evaluator, serve.py, runs many workers in
 # one job: anything left there would reach the next candidate, and an unlinked /dev/null broke the next
-# spawn; round 5's red team did both)
+# spool; round 5's red team did both). Best effort: a host where /dev cannot be sealed keeps the rest of
+# the jail, and `dev_sealed` tells the warm evaluator, which then does not run.
 if [ -d /dev/shm ]; then
-  mount -t tmpfs -o size=1g,mode=1777,nosuid,nodev aka_shm /dev/shm || exit 95
+  mount -t tmpfs -o size=1g,mode=1777,nosuid,nodev aka_shm /dev/shm 2>/dev/null
 fi
 if awk '$5 == "/dev" {found=1} END {exit !found}' /proc/self/mountinfo; then
-  mount -o remount,bind,ro /dev || exit 95
+  mount -o remount,bind,ro /dev 2>/dev/null
 fi
 touch /.aka_jail_probe 2>/dev/null && exit 98
-touch /dev/.aka_jail_probe 2>/dev/null && exit 98
 cd "$scratch" 2>/dev/null || cd /  # a working directory opened before the bind sees the read-only mount
 exec unshare --user --map-root-user --mount -- "$@"
 """
@@ -66,7 +66,6 @@ exec unshare --user --map-root-user --mount -- "$@"
 # parent only: the worker's environment never carries it (worker_proc.INHERITED).
 SANDBOX_ISOLATION_VAR = "AKA_SANDBOX_ISOLATION"
 JAIL_EXIT = {
-    95: "could not give the worker a private /dev/shm and a read-only /dev",
     96: "could not hide the operator's files",
     97: "could not bind the scratch directory",
     98: "could not make the file systems read-only",
@@ -101,6 +100,35 @@ def unavailable() -> str | None:
         why = JAIL_EXIT.get(proc.returncode) or proc.stderr.strip()[-300:] or f"exit {proc.returncode}"
         return f"user namespaces are not usable here ({why})"
     return None
+
+
+@functools.cache
+def dev_sealed() -> bool:
+    """Whether the jail gives workers a read-only /dev and a private /dev/shm here (probed once): what a
+    long-lived evaluator (serve.py) needs, since its workers share one job. The probe writes a marker
+    into /dev/shm inside the jail and checks that it is not there outside, and that /dev refuses a file."""
+    if unavailable() is not None:
+        return False
+    import os
+
+    marker = f"aka_jail_probe_{os.getpid()}"
+    check = f"touch /dev/{marker} 2>/dev/null && {{ rm -f /dev/{marker}; exit 1; }}; touch /dev/shm/{marker}"
+    scratch = Path(tempfile.gettempdir())
+    try:
+        proc = subprocess.run(
+            ["unshare", *OUTER, "sh", "-c", JAIL, "jail", str(scratch), "", "sh", "-c", check],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    leaked = Path("/dev/shm", marker)
+    if leaked.exists():
+        with contextlib.suppress(OSError):
+            leaked.unlink()
+        return False
+    return proc.returncode == 0
 
 
 def argv_prefix(scratch: Path, hidden: list[Path] | None = None) -> list[str] | None:

@@ -133,10 +133,10 @@ class Service:
         )
 
     def start(self) -> None:
-        from .isolate import unavailable
+        from .isolate import dev_sealed, unavailable
         from .session import Session
 
-        why = unavailable()
+        why = unavailable() or (None if dev_sealed() else "the jail cannot seal /dev here")
         if why is not None:  # unjailed workers could write the spool, or leave files for the next one
             raise RuntimeError(
                 f"the warm evaluator needs each worker jailed ({why}); candidates are evaluated cold"
