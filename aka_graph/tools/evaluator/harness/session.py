@@ -21,7 +21,7 @@ from .memory import release
 from .numerics import check_output
 from .opmodel import Operator, OperatorError
 from .policy import scan_kernel_dir
-from .protocol import ChannelTimeout
+from .protocol import ChannelTimeout, ProtocolError
 from .runner import digest
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
 from .subset import representative, workload_elements
@@ -143,6 +143,14 @@ class KernelState:
             return None
         except WorkerDied as exc:
             self.stop("RUNTIME_ERROR", str(exc))
+            return None
+        except ProtocolError as exc:  # only the candidate's process writes the worker's end of the pipe
+            self.worker.kill()
+            self.stop(
+                "REWARD_HACK",
+                f"the worker's reply was malformed ({exc}): something in the kernel's process wrote to the "
+                "harness's channel",
+            )
             return None
         spawned = self.worker.spawned()  # read from /proc by us: the worker's word is not needed
         if spawned:

@@ -197,13 +197,11 @@ def test_output_region_pages_a_candidate_dirtied_are_not_kept_by_the_parent(serv
 
 @pytest.mark.slow
 def test_a_malformed_reply_frame_is_no_pass_and_the_next_verdict_is_right(service: Service) -> None:
-    """redteam5_pipe_garbage writes a bogus frame header into its reply pipe: the parent's
-    ProtocolError (a ValueError) is answered INFRA_ERROR by serve.py, which goes on with the same
-    session. The candidate must not PASS; an honest kernel next must PASS, and a cheat after it must
-    still be caught."""
+    """redteam5_pipe_garbage writes a bogus frame header into its reply pipe. Only the candidate's
+    process writes there: REWARD_HACK (it was INFRA_ERROR, a free cold re-run through warm.py's
+    fallback). An honest kernel next must PASS, and a cheat after it must still be caught."""
     garbage = service.evaluate(CANDIDATES / "redteam5_pipe_garbage")
-    assert garbage["status"] != "PASS", _verdict(garbage)
-    assert service.proc.poll() is None or garbage["status"] == "INFRA_ERROR"
+    assert garbage["status"] == "REWARD_HACK" and "malformed" in garbage["message"], _verdict(garbage)
     if service.proc.poll() is not None:  # the service ended itself: the client starts a fresh one
         return
     honest = service.evaluate(HONEST)
