@@ -236,7 +236,11 @@ def main() -> int:
 
     def record(label: str, res: dict[str, Any]) -> None:
         runs.append((label, res))
-        results["runs"][label] = res
+        key, n = label, 1
+        while key in results["runs"]:  # two campaign candidates of one name truncate alike
+            n += 1
+            key = f"{label} #{n}"
+        results["runs"][key] = res
         print(row(label, res))
         print(timeline(res))
         print(spans(res))
