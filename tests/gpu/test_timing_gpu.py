@@ -28,9 +28,7 @@ L2_BYTES = 60 << 20
 
 
 def _pairs(n: int, elements: int = 1 << 16) -> list[tuple[torch.Tensor, torch.Tensor]]:
-    return [
-        (torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(n)
-    ]
+    return [(torch.randn(elements, device="cuda"), torch.empty(elements, device="cuda")) for _ in range(n)]
 
 
 @pytest.mark.parametrize(("kernels_per_call", "calls"), [(1, 10), (2, 10), (1, 37)])
@@ -131,3 +129,46 @@ def test_run_to_run_cv_of_a_10_us_plus_kernel_is_within_one_percent() -> None:
     cv = statistics.stdev(latencies) / statistics.mean(latencies) * 100
     assert min(latencies) >= 10.0, latencies
     assert cv <= 1.0, (cv, latencies)
+
+
+def rotated_graph_us(elements: int, buffers: int, calls: int = 2000, replays: int = 10) -> float:
+    """Per-call time of a CUDA graph of `calls` back-to-back calls rotating over `buffers` in/out pairs
+    (no harness code): with buffers x bytes far beyond the L2, every call reads from memory."""
+    pairs = _pairs(buffers, elements)
+    for x, y in pairs:
+        _double(x, y)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for i in range(calls):
+            x, y = pairs[i % buffers]
+            _double(x, y)
+    graph.replay()
+    samples = []
+    for _ in range(replays):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        graph.replay()
+        end.record()
+        torch.cuda.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / calls)
+    del graph, pairs
+    torch.cuda.empty_cache()
+    return statistics.median(samples)
+
+
+def test_a_small_call_is_timed_from_memory_like_a_rotation_far_beyond_the_l2() -> None:
+    """A 1 MiB call (512 KiB in, 512 KiB out) gets a copy per call of a replay and an L2 flush before
+    each replay (timing.needs_flush), not the thousands of copies a rotation alone needs: it must read
+    like an independent graph rotating over 4x the L2 (within 5 %), not like one whose buffers stay in
+    the L2."""
+    elements = 128 << 10
+    bench = _bench(_double, elements)
+    assert bench.graph is not None and bench.flush is not None, bench.notes
+    assert len(bench.copies) <= 100
+    harness = statistics.median(bench.measure().latency_us for _ in range(3))
+    per_call = 2 * elements * 4
+    cold = rotated_graph_us(elements, buffers=4 * L2_BYTES // per_call + 1)
+    warm = rotated_graph_us(elements, buffers=8)  # 8 MiB: L2-resident
+    print(f"1 MiB call: harness {harness:.3f} us, beyond the L2 {cold:.3f} us, L2-resident {warm:.3f} us")
+    assert harness == pytest.approx(cold, rel=0.05), (harness, cold, warm)

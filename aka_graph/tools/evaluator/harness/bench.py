@@ -29,12 +29,13 @@ from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
 from .timing import (
-    MAX_COPIES,
     GraphTimer,
     Timing,
     capture_plan,
     estimate_us,
+    flush_buffer,
     judge_capture,
+    needs_flush,
     replicate,
     rotation_copies,
     time_events,
@@ -182,13 +183,12 @@ class Bench:
         first: list[Any],
         device: torch.device,
         l2_bytes: int,
-        max_copies: int = MAX_COPIES,
         regenerate: Callable[[], list[Any]] | None = None,
         mutated: list[int] | None = None,
     ) -> None:
         """`regenerate`: draws `first` again (from its seed), so a parked bench keeps nothing at all.
         `mutated`: the inputs the operator updates in place (results too, for `no_work`)."""
-        self.runner, self.device, self.l2_bytes, self.max_copies = runner, device, l2_bytes, max_copies
+        self.runner, self.device, self.l2_bytes = runner, device, l2_bytes
         self.regenerate = regenerate
         self.mutated = [int(i) for i in mutated or []]
         self.nbytes = value_bytes(first) + output_bytes(runner.out_specs)
@@ -213,6 +213,7 @@ class Bench:
         self.produced: dict[int, Any] = {}
         self.notes: list[str] = []
         self.graph: GraphTimer | None = None
+        self.flush: torch.Tensor | None = None  # zeroed before each timed replay (timing.needs_flush)
         self.pristine: list[list[Any]] = []
         self.flip = False  # no pristine copy fits: perturb by in-place sign flips
         self._variants_used: set[int] = set()  # variants of the pristine inputs given out (_unseen_variant)
@@ -224,7 +225,7 @@ class Bench:
             self.first_s = time.perf_counter() - t0
             return
         est = estimate_us(self.call, 1)
-        wanted = rotation_copies(nbytes, self.l2_bytes, est, self.max_copies)
+        wanted = rotation_copies(nbytes, self.l2_bytes, est)
         spare = _make_room(device, (wanted - 1) * nbytes, self) if wanted > 1 else 0
         n = plan_memory(in_bytes, out_bytes, spare, l2_bytes=self.l2_bytes, wanted_copies=wanted).timed_copies
         if n < wanted:
@@ -249,6 +250,7 @@ class Bench:
             return
         self.graph = graph
         self.calls_per_sample = calls
+        self.flush = flush_buffer(device, self.l2_bytes) if needs_flush(n, nbytes, self.l2_bytes) else None
         no_work = self.no_work()
         if no_work and not graph.kernel_nodes:
             self.notes.append("every result is empty: the call has no work (its capture launches nothing)")
@@ -426,7 +428,7 @@ class Bench:
             samples = len(pool) if pool else 30  # one fresh input set per timed call
             timing = time_events(self.call, n, self.l2_bytes, samples, prepare=self.perturb, after=after)
         else:
-            timing = self.graph.measure(self.replays)
+            timing = self.graph.measure(self.replays, self.flush)
         timing.notes = self.notes + timing.notes
         return timing
 

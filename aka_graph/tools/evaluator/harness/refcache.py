@@ -242,9 +242,11 @@ def _carried() -> dict[str, Any] | None:
     return _CARRIED if os.environ.get(CARRY_VAR) and _CARRIED.get("__loaded__") else None
 
 
-def reference_timings(session: Any, states: list[Any], max_copies: int) -> tuple[dict[int, Any], dict]:
+def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], dict]:
     """The reference's latency per workload index, from the cache where it holds it, else measured (and
     stored); an untimeable reference leaves the entry None, never a failure."""
+    from .timing import TIMING_METHOD  # torch is loaded by now (this module is imported before it)
+
     carried = _carried()
     safe = jailed(states) or (carried is not None and sandbox_isolation() is not None)
     cache = ReferenceTimingCache(
@@ -252,7 +254,7 @@ def reference_timings(session: Any, states: list[Any], max_copies: int) -> tuple
         reason="a worker ran without the namespace jail and could write the cache",
         carried=carried,
     )
-    settings = {"l2_bytes": session.l2_bytes, "max_copies": max_copies}
+    settings = {"l2_bytes": session.l2_bytes, "timing": TIMING_METHOD}
     op_digest = operator_digest(session.op.directory) if cache.enabled else ""
     out: dict[int, Any] = {}
     for idx in session.indices:

@@ -1,8 +1,10 @@
 """Timing: CUDA-graph replay timed with CUDA events (authoritative), a per-call CUDA-event fallback with
 an L2 flush for candidates that cannot be captured, and host timing under the interpreter.
 
-`call(k)` runs the kernel on input/output copy `k` (copies are rotated so caches don't flatter) and
-returns the outputs it produced. Used identically for the candidate (worker) and the reference (parent).
+`call(k)` runs the kernel on input/output copy `k` and returns the outputs it produced. No call is timed
+from the L2: a replay either rotates over copies that outrun the L2 by themselves, or uses each of its
+copies once after an untimed L2 flush (`rotation_copies`, `needs_flush`). Used identically for the
+candidate (worker) and the reference (parent).
 """
 
 from __future__ import annotations
@@ -60,39 +62,64 @@ def summary_mismatch(samples_us: list[float], latency_us: float, spread_pct: flo
     return None
 
 
-MAX_COPIES = 2048  # small calls: thousands of copies, so one pass over them outruns the L2 (F12)
-REPLAY_BUDGET_US = 100_000.0  # sizing cap: copies x the eager estimate per replay
+MAX_CALLS = 100  # calls captured per graph at most (tiny kernels): a replay of ~2 ms
+L2_PASSES = 3  # copies reused within a replay must first outrun this many L2s (F12)
 WARMUP_CALLS = 8  # eager calls on the capture stream before capture (lazy init, autotuning)
+# What a reference timing measured with (refcache.py keys on it): a change of method is a new entry.
+TIMING_METHOD = "graph replays; L2 flushed before each replay unless the copies outrun it"
 
 
-def capture_plan(est_us: float, n_copies: int = 1, max_calls: int = 100) -> tuple[int, int]:
+def calls_per_replay(est_us: float, max_calls: int = MAX_CALLS) -> int:
+    """Calls one replay should hold: ~2 ms of them, at least 5, at most `max_calls`."""
+    return max(5, min(max_calls, round(2000 / max(est_us, 1.0))))
+
+
+def capture_plan(est_us: float, n_copies: int = 1, max_calls: int = MAX_CALLS) -> tuple[int, int]:
     """(calls per graph, replays): ~2 ms per replay, at most ~30 ms of replays per workload, so a
     14-workload operator times in well under a second yet each sample averages many calls. The calls
     are a multiple of (and at least) `n_copies`: every rotated copy is used equally often, and the copy
     that re-validation replays is one the graph writes."""
     est = max(est_us, 1.0)
-    base = max(5, min(max_calls, round(2000 / est)))
     n = max(1, n_copies)
-    calls = n * math.ceil(base / n)
+    calls = n * math.ceil(calls_per_replay(est, max_calls) / n)
     replays = max(5, min(20, round(30000 / (calls * est))))
     return calls, replays
 
 
 def copies_for(bytes_per_call: int, l2_bytes: int, max_copies: int, budget_bytes: int = 4 << 30) -> int:
-    """How many input/output copies to rotate so one pass over them exceeds 3x the L2."""
+    """How many input/output copies to rotate so one pass over them exceeds L2_PASSES x the L2."""
     if bytes_per_call <= 0:
         return 1
-    want = math.ceil(3 * l2_bytes / bytes_per_call)
+    want = math.ceil(L2_PASSES * l2_bytes / bytes_per_call)
     return max(1, min(want, max_copies, max(1, budget_bytes // bytes_per_call)))
 
 
-def rotation_copies(bytes_per_call: int, l2_bytes: int, est_us: float, max_copies: int = MAX_COPIES) -> int:
-    """Copies for graph timing: 3x L2 per pass up to `max_copies` (a 122 KB call gets 1547 for a 60 MB
-    L2, 180 MB), fewer only when copies x the eager estimate would exceed REPLAY_BUDGET_US per replay
-    (slow kernels on little data, where the L2 matters least). The estimate includes launch overhead,
-    so it errs high."""
-    by_time = max(1, int(REPLAY_BUDGET_US / max(est_us, 1.0)))
-    return copies_for(bytes_per_call, l2_bytes, min(max_copies, by_time))
+def rotation_copies(bytes_per_call: int, l2_bytes: int, est_us: float) -> int:
+    """Copies for graph timing. The L2 is flushed before every replay (untimed, `needs_flush`), so a
+    copy's first use within a replay reads from memory: a copy per call suffices, and small calls get
+    as many copies as a replay has calls (a 122 KB call: 100, not the 1,547 a rotation alone needed
+    for a 60 MB L2 — thousands of copies to capture and fill with fresh inputs cost seconds per
+    evaluation). Larger calls get fewer copies than calls where one pass over the copies outruns
+    L2_PASSES x the L2 on its own (a copy reused within a replay is evicted by then)."""
+    return copies_for(bytes_per_call, l2_bytes, calls_per_replay(est_us))
+
+
+def needs_flush(n_copies: int, bytes_per_call: int, l2_bytes: int) -> bool:
+    """Whether the copies alone leave data in the L2 between uses: then an L2 flush precedes each
+    replay. A rotation that outruns the L2 by itself is left as it was measured (no flush's write-backs
+    in the first calls of a replay)."""
+    return l2_bytes > 0 and n_copies * bytes_per_call < L2_PASSES * l2_bytes
+
+
+_FLUSH: dict[tuple[str, int], torch.Tensor] = {}
+
+
+def flush_buffer(device: torch.device, l2_bytes: int) -> torch.Tensor:
+    """A 2 x L2 buffer whose zeroing evicts the L2 (one per device and size, kept for the process)."""
+    key = (str(device), l2_bytes)
+    if key not in _FLUSH:
+        _FLUSH[key] = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device=device)
+    return _FLUSH[key]
 
 
 def replicate(values: list[Any], n: int, align: int = 512) -> list[list[Any]]:
@@ -275,13 +302,17 @@ class GraphTimer:
             self.notes.append(f"kernel count unverified: {exc}")
             return None
 
-    def measure(self, replays: int) -> Timing:
+    def measure(self, replays: int, flush: torch.Tensor | None = None) -> Timing:
+        """`replays` timed replays; with `flush`, that buffer is zeroed before each one, outside the
+        events (the host enqueues everything before it waits, so the GPU never idles between them)."""
         self.graph.replay()
         events = [
             (torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
             for _ in range(replays)
         ]
         for start, end in events:
+            if flush is not None:
+                flush.zero_()
             start.record()
             self.graph.replay()
             end.record()
@@ -319,7 +350,7 @@ def time_events(
 ) -> Timing:
     """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels.
     `after(i)` runs after call i's end event (in stream order, so it is not timed)."""
-    flush = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device="cuda")
+    flush = flush_buffer(torch.device("cuda", torch.cuda.current_device()), l2_bytes)
     pairs = []
     for i in range(samples):
         if prepare is not None:

@@ -16,12 +16,6 @@ from .opmodel import Operator
 from .runner import KernelRunner, digest
 from .speed_of_light import FlopCounter
 
-# Eager references launch several kernels per call from Python: thousands of rotated copies (as the
-# candidate gets, F12) would cost seconds of capture and replay per operator. Fewer copies can leave a
-# small reference partly L2-resident, i.e. its latency (a display/speed-up denominator, never a verdict)
-# reads low, which understates a candidate's speed-up rather than flattering it.
-REFERENCE_MAX_COPIES = 512
-
 
 class Reference:
     def __init__(self, op: Operator, device: torch.device, init_seed: int) -> None:
@@ -120,7 +114,6 @@ class Reference:
                 self.inputs(idx, bench_seed, 1.0),
                 self.device,
                 l2_bytes,
-                REFERENCE_MAX_COPIES,
                 regenerate=lambda: self.inputs(idx, bench_seed, 1.0),
             )
         return self.benches[idx].measure()
