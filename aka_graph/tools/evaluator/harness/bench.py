@@ -28,6 +28,7 @@ from .inputs import FP8, packed, random_poison_
 from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
+from .spans import span
 from .timing import (
     GraphTimer,
     Timing,
@@ -224,22 +225,26 @@ class Bench:
             self.call(0)
             self.first_s = time.perf_counter() - t0
             return
-        est = estimate_us(self.call, 1)
-        wanted = rotation_copies(nbytes, self.l2_bytes, est)
-        spare = _make_room(device, (wanted - 1) * nbytes, self) if wanted > 1 else 0
-        n = plan_memory(in_bytes, out_bytes, spare, l2_bytes=self.l2_bytes, wanted_copies=wanted).timed_copies
-        if n < wanted:
-            self.notes.append(
-                f"{n} of {wanted} rotated copies (limited by free memory): a pass over them is "
-                f"{n * nbytes / 2**20:.0f} MiB, the L2 {self.l2_bytes / 2**20:.0f} MiB"
-            )
-        self.copies = _replicate(first, n)
-        # fresh poisoned outputs: copy 0's hold the estimate's answers
-        self.outs = replicate(runner.alloc_outputs(), n) if runner.dps else [None] * n
+        with span("bench.estimate"):
+            est = estimate_us(self.call, 1)
+        with span("bench.copies"):
+            wanted = rotation_copies(nbytes, self.l2_bytes, est)
+            spare = _make_room(device, (wanted - 1) * nbytes, self) if wanted > 1 else 0
+            plan = plan_memory(in_bytes, out_bytes, spare, l2_bytes=self.l2_bytes, wanted_copies=wanted)
+            n = plan.timed_copies
+            if n < wanted:
+                self.notes.append(
+                    f"{n} of {wanted} rotated copies (limited by free memory): a pass over them is "
+                    f"{n * nbytes / 2**20:.0f} MiB, the L2 {self.l2_bytes / 2**20:.0f} MiB"
+                )
+            self.copies = _replicate(first, n)
+            # fresh poisoned outputs: copy 0's hold the estimate's answers
+            self.outs = replicate(runner.alloc_outputs(), n) if runner.dps else [None] * n
         calls, self.replays = capture_plan(est, n)
         graph = GraphTimer(self.call, n, calls)
         try:
-            graph.capture()
+            with span("bench.capture"):
+                graph.capture()
         except Exception as exc:  # not capturable: the tagged CUDA-event fallback
             heal_after_failed_capture(device)  # the default generator may be left in capture mode
             torch.cuda.synchronize()

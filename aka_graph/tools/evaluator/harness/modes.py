@@ -379,7 +379,7 @@ def run(
     if session is None:
         session = Session(settings)
     else:
-        session.draw_seeds()
+        session.take_seeds()  # fresh ones, or those drawn (and prepared for) since the last evaluation
         session.times = {"session_start": time.perf_counter()}
     order = pattern_order(pattern, list(kernels))
     jail_missing = unavailable()

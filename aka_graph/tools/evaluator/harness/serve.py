@@ -129,7 +129,12 @@ class Service:
     def write_state(self, state: str) -> None:
         write_json(
             self.spool / "state.json",
-            {"state": state, "evaluated": self.evaluated, "spare_ready": self.spare_ready()},
+            {
+                "state": state,
+                "evaluated": self.evaluated,
+                "spare_ready": self.spare_ready(),
+                "references_prepared": len(self.session.prepared) if self.session is not None else 0,
+            },
         )
 
     def start(self) -> None:
@@ -200,10 +205,22 @@ class Service:
             "schema": SCHEMA,
             "evaluation": self.evaluated,
             "spare_ready": spare_was_ready,
+            "references_prepared": self.session.prepared_used,
             "worker_pid": worker.pid,
             "wall_s": round(time.perf_counter() - received, 3),
         }
         return res, True
+
+    def prepare_next(self) -> None:
+        """The next evaluation's seeds and reference outputs, while no request waits (a request that
+        comes meanwhile ends the preparation; the rest is computed when judged)."""
+        if self.session.seeds_used:
+            self.session.draw_seeds()
+        try:
+            self.session.prepare_references(lambda: _pending(self.spool))
+        except Exception:  # the evaluation computes them itself, and reports what fails there
+            self.session.prepared.clear()
+        self.write_state("idle")
 
     def close(self) -> None:
         if self.spare is not None:
@@ -223,6 +240,7 @@ def serve(settings: Any, spool: Path, idle_timeout_s: float) -> int:
         except Exception as exc:
             write_json(spool / "failed.json", _failure("INFRA_ERROR", f"{type(exc).__name__}: {exc}"))
             return 2
+        service.prepare_next()
         while True:
             path = next_request(spool, idle_timeout_s, service.note_spare)
             if path is None:
@@ -234,10 +252,17 @@ def serve(settings: Any, spool: Path, idle_timeout_s: float) -> int:
             if not go_on:
                 return 1
             service.spawn_spare()
+            service.prepare_next()
     finally:
         service.close()
         with contextlib.suppress(OSError):
             write_json(spool / "state.json", {"state": "stopped", "evaluated": service.evaluated})
+
+
+def _pending(spool: Path) -> bool:
+    with contextlib.suppress(OSError):
+        return any(e.name.endswith(".json") for e in os.scandir(spool / "requests"))
+    return False
 
 
 def _readable(fd: int) -> bool:

@@ -46,6 +46,19 @@ class Service:
             time.sleep(0.05)
         raise AssertionError(f"no {name} within {timeout_s} s: {self.log_text()}")
 
+    def wait_until_prepared(self, timeout_s: float = 120) -> None:
+        """Until the idle service says the next evaluation's references are ready."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            try:
+                state = json.loads((self.spool / "state.json").read_text())
+            except (OSError, ValueError):
+                state = {}
+            if state.get("state") == "idle" and state.get("references_prepared"):
+                return
+            time.sleep(0.05)
+        raise AssertionError(f"no references prepared within {timeout_s} s: {self.log_text()}")
+
     def log_text(self) -> str:
         return (self.spool.parent / "serve.log").read_text(errors="replace")[-3000:]
 
@@ -92,8 +105,10 @@ def test_each_candidate_gets_its_own_worker_and_seeds_and_the_previous_worker_is
     service: Service,
 ) -> None:
     first = service.evaluate(CANDIDATES / "rmsnorm_torch")
+    service.wait_until_prepared()  # the next seeds' reference outputs, computed while idle
     second = service.evaluate(CANDIDATES / "rmsnorm_torch_returning")
     assert (first["status"], second["status"]) == ("PASS", "PASS"), (first["message"], second["message"])
+    assert second["service"]["references_prepared"] == 1  # ... and used: they matched the seeds it drew
     assert [first["service"]["evaluation"], second["service"]["evaluation"]] == [1, 2]
     assert first["service"]["worker_pid"] != second["service"]["worker_pid"]
     assert not alive(first["service"]["worker_pid"]) and not alive(second["service"]["worker_pid"])
