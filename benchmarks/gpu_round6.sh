@@ -6,6 +6,7 @@
 #                                         evaluation time, the timing gate (+-3 %, CV, a small call read from
 #                                         memory), every class/format fixture, every cheat through one warm
 #                                         service, the honest controls
+#   bash benchmarks/gpu_round6.sh prepared  the same after the warm service prepares the next references
 # Output: $OUT/round6_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -22,7 +23,17 @@ flush)
   run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py --junitxml "$WORK/warm_service.xml"
   honest_alone $((585 - (SECONDS - T0)))
   ;;
-*) echo "unknown call $CALL (flush)"; exit 2 ;;
+prepared)
+  # after flush: the warm service prepares the next seeds' references while idle; the 60 us +-3 % test
+  # again (flush read it 3.1 % low of eager launches on a slow host, on a path the flush does not touch)
+  run timing 90 "${PYT[@]}" -s tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
+      --junitxml "$WORK/timing.xml"
+  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --skip-cli --warm \
+      --out "$WORK/speed"
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py --junitxml "$WORK/warm_service.xml"
+  honest_alone $((585 - (SECONDS - T0)))
+  ;;
+*) echo "unknown call $CALL (flush or prepared)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done
