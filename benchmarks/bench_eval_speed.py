@@ -149,7 +149,11 @@ def warm_runs(kernels: list[Path], device: str, cache: Path, record: Any) -> Non
             res["_wall_s"] = seconds
             label = f"warm {n + 1} {kernel.name}"[:22]
             record(label, res)
-            print(f"    (waited {waited:.2f} s for the spare worker before sending it)")
+            prepared = (res.get("service") or {}).get("references_prepared")
+            print(
+                f"    (waited {waited:.2f} s for the spare worker before sending it; "
+                f"references prepared while idle: {prepared} workloads)"
+            )
     warm.stop_all()
 
 
