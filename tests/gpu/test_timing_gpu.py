@@ -11,6 +11,7 @@ Run: python3 -m pytest -m gpu tests/gpu/test_timing_gpu.py -v (skipped without C
 
 from __future__ import annotations
 
+import gc
 import statistics
 from collections.abc import Callable
 
@@ -172,3 +173,21 @@ def test_a_small_call_is_timed_from_memory_like_a_rotation_far_beyond_the_l2() -
     warm = rotated_graph_us(elements, buffers=8)  # 8 MiB: L2-resident
     print(f"1 MiB call: harness {harness:.3f} us, beyond the L2 {cold:.3f} us, L2-resident {warm:.3f} us")
     assert harness == pytest.approx(cold, rel=0.05), (harness, cold, warm)
+
+
+def test_a_garbage_collection_during_capture_does_not_break_it() -> None:
+    """Dropped benches (a Bench and its GraphTimer form a cycle) keep their CUDA graphs until Python's
+    collector runs; run during a capture, it destroys them, which CUDA refuses while a stream captures,
+    and the capture failed (an honest kernel fell back to CUDA events). A collector made to run at every
+    allocation must find nothing to do during the capture."""
+    for _ in range(3):
+        old = _bench(_double)
+        assert old.graph is not None
+        del old  # left to the cyclic collector
+    threshold = gc.get_threshold()
+    gc.set_threshold(1)
+    try:
+        bench = _bench(_double)
+    finally:
+        gc.set_threshold(*threshold)
+    assert bench.graph is not None, bench.notes

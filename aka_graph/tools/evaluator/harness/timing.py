@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import gc
 import math
 import statistics
 import time
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -237,6 +238,21 @@ def graph_kernel_nodes(graph: Any) -> int | None:
     return kernels
 
 
+@contextlib.contextmanager
+def _no_collection() -> Iterator[None]:
+    """Python's cyclic garbage collector off during a capture: a collection then may destroy an earlier
+    bench's CUDA graph (a Bench and its GraphTimer form a cycle), which CUDA refuses while a stream
+    captures ("operation not permitted when stream is capturing (function reset)", seen on the H200),
+    and the capture fails: an honest kernel then timed by the CUDA-event fallback."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 class GraphTimer:
     """Captures `calls` invocations rotating over the copies into one CUDA graph and replays it."""
 
@@ -260,7 +276,7 @@ class GraphTimer:
             kept = True
         except TypeError:
             graph, kept = torch.cuda.CUDAGraph(), False
-        with warnings.catch_warnings(record=True) as said:
+        with warnings.catch_warnings(record=True) as said, _no_collection():
             warnings.simplefilter("always")
             with torch.cuda.graph(graph):
                 for i in range(self.calls):

@@ -12,7 +12,14 @@ import torch
 from aka_graph.tools.evaluator.harness import bench as bench_mod
 from aka_graph.tools.evaluator.harness import fingerprint as fingerprint_mod
 from aka_graph.tools.evaluator.harness import inputs as inputs_mod
-from aka_graph.tools.evaluator.harness.bench import Bench, FreshSets, _flip_signs_, park_large
+from aka_graph.tools.evaluator.harness.bench import (
+    KEEP_LARGE_BYTES,
+    Bench,
+    FreshSets,
+    _flip_signs_,
+    park_large,
+    worth_parking,
+)
 from aka_graph.tools.evaluator.harness.fingerprint import InputSnapshot, fingerprint
 from aka_graph.tools.evaluator.harness.inputs import InputFactory, _mix_interior_
 from aka_graph.tools.evaluator.harness.loading import load_operator
@@ -263,3 +270,13 @@ def test_a_parked_bench_is_regenerated_from_its_seed_and_keeps_nothing(
     first.measure()  # used again: rebuilt from its seed
     assert first.parked is None and draws == [1, 2, 1]
     assert first.pristine and torch.equal(first.pristine[0][0], expected)
+
+
+def test_large_benches_stay_resident_only_while_modest_beside_what_is_free() -> None:
+    """Parking costs a collection, a sync and a cache release, then a rebuild: rmsnorm's five ~300 MB
+    benches on a 140 GB GPU stay; MoE experts (13 GB each) are parked before the next workload's."""
+    gib = 1 << 30
+    assert not worth_parking(2 * gib, 130 * gib)  # rmsnorm on an H200
+    assert worth_parking(13 * gib, 120 * gib)  # an MoE experts bench: beyond KEEP_LARGE_BYTES
+    assert worth_parking(2 * gib, 12 * gib)  # a small GPU: beyond an eighth of what is free
+    assert worth_parking(KEEP_LARGE_BYTES + 1, 1000 * gib) and not worth_parking(KEEP_LARGE_BYTES, 1000 * gib)

@@ -228,3 +228,21 @@ def test_counting_flops_never_imports_torch_dynamo_which_costs_seconds_of_every_
     argv = [sys.executable, "-c", code]
     out = subprocess.run(argv, capture_output=True, text=True, timeout=300, check=True)
     assert out.stdout.split() == ["1024", "False"]
+
+
+def test_the_collector_is_off_during_a_capture_and_restored_after() -> None:
+    import gc
+
+    from aka_graph.tools.evaluator.harness.timing import _no_collection
+
+    assert gc.isenabled()
+    with _no_collection():
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        with _no_collection():
+            pass
+        assert not gc.isenabled()  # a process that had it off keeps it off
+    finally:
+        gc.enable()
