@@ -7,6 +7,7 @@
 #                                         memory), every class/format fixture, every cheat through one warm
 #                                         service, the honest controls
 #   bash benchmarks/gpu_round6.sh prepared  the same after the warm service prepares the next references
+#   bash benchmarks/gpu_round6.sh final     captures with the collector off, large benches kept while modest
 # Output: $OUT/round6_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -33,7 +34,19 @@ prepared)
   run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py --junitxml "$WORK/warm_service.xml"
   honest_alone $((585 - (SECONDS - T0)))
   ;;
-*) echo "unknown call $CALL (flush or prepared)"; exit 2 ;;
+final)
+  # after prepared: captures with the collector off, large benches kept while modest; the MoE peak alone
+  run timing 90 "${PYT[@]}" -s tests/gpu/test_timing_gpu.py tests/gpu/test_eval_speed_gpu.py \
+      --junitxml "$WORK/timing.xml"
+  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --skip-cli --warm \
+      --out "$WORK/speed"
+  run classes 120 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  run moe 60 "${PYT[@]}" -s tests/gpu/test_real_benchmark_classes_gpu.py -k largest_moe --junitxml "$WORK/moe.xml"
+  run warm_service $((585 - (SECONDS - T0))) "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py \
+      --junitxml "$WORK/warm_service.xml"
+  ;;
+*) echo "unknown call $CALL (flush, prepared or final)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "---- $(basename "$f"): $(grep -cE 'PASSED|passed' "$f") pass lines"; done
