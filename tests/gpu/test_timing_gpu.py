@@ -115,9 +115,17 @@ def test_graph_latency_agrees_with_an_independent_event_measurement_within_3_per
     assert bench.graph is not None, bench.notes
     harness = bench.measure()
     assert harness.method == "cuda_graph" and harness.kernels_per_call == 1
-    reference = statistics.median(independent_us(ELEMENTS) for _ in range(5))
+    eager = statistics.median(independent_us(ELEMENTS) for _ in range(5))
+    # the same without the host in the loop: a graph of 200 calls over 4 buffers (a slow host's eager
+    # launches left the GPU idle between calls: eager read 3.2 % above the harness in two calls, 2026-12-01)
+    reference = rotated_graph_us(ELEMENTS, buffers=4, calls=200, replays=5)
+    one = rotated_graph_us(ELEMENTS, buffers=1, calls=31, replays=5)  # the harness's own shape: one copy
+    print(
+        f"60 us call: harness {harness.latency_us:.3f} us; graphs over 4 buffers {reference:.3f}, over 1 "
+        f"{one:.3f}; eager {eager:.3f}"
+    )
     assert harness.latency_us >= 10.0, harness.latency_us  # the regime the 3 % goal is about
-    assert harness.latency_us == pytest.approx(reference, rel=0.03), (harness.latency_us, reference)
+    assert harness.latency_us == pytest.approx(reference, rel=0.03), (harness.latency_us, reference, eager)
 
 
 def test_run_to_run_cv_of_a_10_us_plus_kernel_is_within_one_percent() -> None:
