@@ -19,9 +19,10 @@ Limitations, stated plainly: the parent trusts the worker's count of calls per r
 what runs during the burst. A worker that also skips work during the burst (or shrinks the graph and
 the count with it) passes this check; that is re-validation's job (fresh inputs written into the timed
 buffers, poisoned outputs, one replay, compared by the parent) and the speed-of-light bound's. A burst
-replays back to back without the L2 flush a timed replay of small calls gets (timing.needs_flush), so
-such a burst may read partly from the L2: faster than the timed replays, never slower (no honest kernel
-is flagged by it), which leaves a small call's fake report the L2's head start on top of the tolerance.
+replays back to back without the L2 flush a timed replay of the smallest calls gets (timing.needs_flush:
+below ~0.7 MiB per call for a 60 MB L2, where the copies alone do not outrun it), so such a burst may
+read partly from the L2: faster than the timed replays, never slower (no honest kernel is flagged by
+it), which leaves a tiny call's fake report the L2's head start on top of the tolerance.
 """
 
 from __future__ import annotations

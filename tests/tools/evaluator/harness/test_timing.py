@@ -17,6 +17,7 @@ from aka_graph.tools.evaluator.harness.speed_of_light import (
     utilization,
 )
 from aka_graph.tools.evaluator.harness.timing import (
+    COLD_BURST_COPIES,
     MAX_CALLS,
     capture_plan,
     copies_for,
@@ -75,15 +76,28 @@ def test_no_call_is_timed_from_the_l2(nbytes: int, est_us: float) -> None:
         assert n * nbytes >= 3 * l2, (n, nbytes)
 
 
-def test_small_calls_get_a_copy_per_call_not_thousands() -> None:
+def test_small_calls_get_hundreds_of_copies_not_thousands() -> None:
     """Thousands of copies (1,547 for a 122 KB call against a 60 MB L2) cost seconds of capture and of
     fresh inputs per evaluation; with the flush, a copy per call of a replay is enough."""
     l2 = 60 << 20
-    assert rotation_copies(2 * 7 * 4096 * 2 + 8192, l2, est_us=3.0) == MAX_CALLS
-    assert needs_flush(MAX_CALLS, 2 * 7 * 4096 * 2 + 8192, l2)
+    small = 2 * 7 * 4096 * 2 + 8192  # rmsnorm, batch 7: 122 KB
+    assert rotation_copies(small, l2, est_us=3.0) == COLD_BURST_COPIES
+    assert needs_flush(COLD_BURST_COPIES, small, l2)
     assert rotation_copies(10 << 20, l2, est_us=5.0) == 18 and not needs_flush(18, 10 << 20, l2)
     assert rotation_copies(500 << 20, l2, est_us=100.0) == 1 and not needs_flush(1, 500 << 20, l2)
     assert not needs_flush(MAX_CALLS, 8 << 10, 0)  # a host (no L2 known): nothing to flush
+
+
+@pytest.mark.parametrize("nbytes", [(1 << 20) * k // 4 for k in range(3, 41)])  # 0.75 ... 10 MiB
+def test_the_parents_burst_reads_from_memory_wherever_the_l2_could_flatter_a_fake(nbytes: int) -> None:
+    """The parent's burst replays back to back without a flush (plausibility.py): from ~0.7 MiB per call
+    the copies alone must outrun 3x the L2, so the burst of a fast call is as cold as its timed replays
+    (an L2-warm burst read 1.3 us where the call takes 2.05 us on the H200: a fake report of ~60 % of
+    the truth would pass the parent's clock)."""
+    l2 = 60 << 20
+    for est_us in (2.0, 5.0, 10.0, 19.0):
+        n = rotation_copies(nbytes, l2, est_us)
+        assert not needs_flush(n, nbytes, l2), (nbytes, est_us, n)
 
 
 def test_rotation_is_bounded_by_replay_time_for_slow_kernels_on_little_data() -> None:
