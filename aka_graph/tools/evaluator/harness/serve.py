@@ -68,10 +68,9 @@ def next_request(
     requests = spool / "requests"
     idle_since = time.monotonic()
     while not (spool / "stop").exists():
-        with contextlib.suppress(FileNotFoundError):
-            names = sorted(e.name for e in os.scandir(requests) if e.name.endswith(".json"))
-            if names:
-                return requests / names[0]
+        names = _request_names(spool)
+        if names:
+            return requests / names[0]
         if time.monotonic() - idle_since > idle_timeout_s:
             return None
         on_idle()
@@ -217,7 +216,7 @@ class Service:
         if self.session.seeds_used:
             self.session.draw_seeds()
         try:
-            self.session.prepare_references(lambda: _pending(self.spool))
+            self.session.prepare_references(lambda: bool(_request_names(self.spool)))
         except Exception:  # the evaluation computes them itself, and reports what fails there
             self.session.prepared.clear()
         self.write_state("idle")
@@ -259,10 +258,11 @@ def serve(settings: Any, spool: Path, idle_timeout_s: float) -> int:
             write_json(spool / "state.json", {"state": "stopped", "evaluated": service.evaluated})
 
 
-def _pending(spool: Path) -> bool:
+def _request_names(spool: Path) -> list[str]:
+    """The waiting requests' file names, oldest first (the client numbers them)."""
     with contextlib.suppress(OSError):
-        return any(e.name.endswith(".json") for e in os.scandir(spool / "requests"))
-    return False
+        return sorted(e.name for e in os.scandir(spool / "requests") if e.name.endswith(".json"))
+    return []
 
 
 def _readable(fd: int) -> bool:

@@ -18,7 +18,7 @@ from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .inputs import FP4X2, dtype_of, fp4x2_values
 from .loading import load_operator
-from .memory import release
+from .memory import release, spare_bytes
 from .numerics import check_output
 from .opmodel import Operator, OperatorError
 from .policy import scan_kernel_dir
@@ -30,6 +30,11 @@ from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
 
 PREPARED_BYTES = 4 << 30  # reference outputs a waiting long-lived parent keeps ready (prepare_references)
+
+
+def _seeds_bytes(outs: list[list[Any]]) -> int:
+    """Bytes of one workload's reference outputs, over all its seeds."""
+    return sum(tensor_bytes(o) for o in outs)
 
 
 def fresh_seed() -> int:
@@ -240,32 +245,30 @@ class Session:
         self.seeds_used = True
         self.prepared_used = 0
 
-    def prepare_references(self, interrupted: Callable[[], bool] = lambda: False) -> int:
+    def prepare_references(self, interrupted: Callable[[], bool] = lambda: False) -> None:
         """The reference outputs of the next evaluation's seeds, computed while a long-lived parent
         (serve.py) waits for its request, so the request does not wait for them (a campaign's agent
         takes minutes between candidates; the references took ~0.6 s of a 3 s evaluation). Kept on the
         device within PREPARED_BYTES and an eighth of what is free; the workloads beyond that, or left
         when `interrupted()` says a request came, are computed when judged, as in a cold evaluation.
-        The seeds are drawn before any candidate is known, and the outputs never leave this process.
-        Returns how many workloads are prepared."""
+        The seeds are drawn before any candidate is known, and the outputs never leave this process."""
         budget = PREPARED_BYTES
         if self.device.type == "cuda":
-            budget = min(budget, torch.cuda.mem_get_info(self.device)[0] // 8)
-        budget -= sum(tensor_bytes(o) for outs, _ in self.prepared.values() for o in outs)
+            budget = min(budget, spare_bytes(self.device) // 8)
+        budget -= sum(_seeds_bytes(outs) for outs, _ in self.prepared.values())
         for idx in self.indices:
             if idx in self.prepared:
                 continue
             if interrupted():
                 break
             outs, digests = self._reference_outputs(idx)
-            size = sum(tensor_bytes(o) for o in outs)
+            size = _seeds_bytes(outs)
             if size > budget:
                 del outs
                 release(self.device, freed=size)
                 break
             budget -= size
             self.prepared[idx] = (outs, digests)
-        return len(self.prepared)
 
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id
