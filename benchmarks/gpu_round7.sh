@@ -12,27 +12,43 @@ ROUND=round7
 CALL=${1:?probe}
 source benchmarks/gpu_steps.sh
 
-side_stream_eval() {  # adv_side_stream on every rmsnorm workload, its verdict and per-workload notes
-  python3 -m aka_graph evaluate ../shared/fixtures/sol-execbench/rmsnorm \
-      tests/tools/evaluator/harness/candidates/adv_side_stream --device cuda --json > "$WORK/side.json"
-  python3 - "$WORK/side.json" <<'PY'
+SMALL=(33bf737d-3b37-4e38-be80-ea39b4b46ae6 864d596c-a930-4fc4-b241-02e6a06e92cb
+       d9e317ac-cf73-4d56-94e0-11edfb536ff3 818219cc-f770-4957-84cd-cafdfb53e64b 9d403d2b-7859-4dab-aaf4-12e53c555001)
+# KERNEL [SHAPE_ID...]: one evaluation on the rmsnorm fixture, its verdict and each workload's timing
+eval_rmsnorm() {
+  local kernel=$1; shift
+  local ids=(); for s in "$@"; do ids+=(--shape-id "$s"); done
+  python3 -m aka_graph evaluate ../shared/fixtures/sol-execbench/rmsnorm "$kernel" --device cuda --json \
+      "${ids[@]}" > "$WORK/$(basename "$kernel")_$1.json"
+  python3 - "$WORK/$(basename "$kernel")_$1.json" <<'PY'
 import json, sys
 r = json.load(open(sys.argv[1]))
 print(r.get("status"), str(r.get("message", ""))[:300])
 for w in r.get("workloads", []):
-    print({k: w.get(k) for k in ("axes", "status", "latency_us", "method", "message", "notes") if k in w})
+    print(" ", w["id"][:13], w["status"], w.get("timing_method"), "lat", w.get("latency_us"),
+          "ref", w.get("reference_latency_us"), w.get("message", "")[:200])
 PY
 }
-
 case $CALL in
 probe)
   run timing 100 "${PYT[@]}" -s tests/gpu/test_timing_gpu.py --junitxml "$WORK/timing.xml"
   run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --skip-cli --warm \
       --out "$WORK/speed"
   run probe 60 python3 benchmarks/probe_side_stream.py
-  export -f side_stream_eval && export WORK && run side 120 bash -c side_stream_eval
+  export -f eval_rmsnorm && export WORK && run side 120 bash -c \
+      'eval_rmsnorm tests/tools/evaluator/harness/candidates/adv_side_stream'
   ;;
-*) echo "unknown call $CALL (probe)"; exit 2 ;;
+side)
+  # the workloads adv_side_stream passed in `probe` (its work done before the host looks): what it reports
+  # there against the honest kernel, and the probe's clocks with the fallback's flush
+  export -f eval_rmsnorm && export WORK SMALL_IDS="${SMALL[*]}"
+  run probe 90 python3 benchmarks/probe_side_stream.py
+  # one shape per evaluation: a race caught on one workload stops the others' timing
+  run side_small 150 bash -c 'for s in $SMALL_IDS; do
+      eval_rmsnorm tests/tools/evaluator/harness/candidates/adv_side_stream $s; done'
+  run honest_small 120 bash -c 'eval_rmsnorm tests/tools/evaluator/harness/candidates/rmsnorm_torch $SMALL_IDS'
+  ;;
+*) echo "unknown call $CALL (probe or side)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done
