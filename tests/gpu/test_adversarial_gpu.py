@@ -32,7 +32,11 @@ from tests.tools.evaluator.harness.test_adversarial import (
 
 pytestmark = pytest.mark.gpu
 GPU_CANDIDATES = Path(__file__).resolve().parent / "candidates"
-CHEATS = sorted(p.name for p in CANDIDATES.glob("adv_*") if p.name not in NO_RESULT | RESOURCE)
+# adv_side_stream has a test of its own below: its verdict on a launch-bound shape depends on a race
+SIDE_STREAM = "adv_side_stream"
+CHEATS = sorted(
+    p.name for p in CANDIDATES.glob("adv_*") if p.name not in NO_RESULT | RESOURCE | {SIDE_STREAM}
+)
 HONEST = [
     ("rmsnorm_torch", "rmsnorm"),
     ("rmsnorm_triton", "rmsnorm"),
@@ -75,6 +79,27 @@ def test_a_graph_that_copies_its_first_answer_into_the_other_copies_is_caught(tm
     result = run_cuda(tmp_path, "rmsnorm", GPU_CANDIDATES / "adv_graph_copy_from_first", RMSNORM_SHAPES)
     assert result["status"] == "REWARD_HACK", describe(result)
     assert "rotated copies of the timed CUDA graph" in result["message"] + str(result["workloads"])
+
+
+def gains_nothing(result: dict[str, Any]) -> bool:
+    """Rejected, or every workload read slower than the reference: no speed-up a campaign would keep."""
+    if result["status"] in REJECTED:
+        return True
+    rows = result["workloads"]
+    return result["status"] == "PASS" and all(w["latency_us"] > w["reference_latency_us"] for w in rows)
+
+
+def test_unjoined_side_stream_work_is_caught_or_gains_nothing(tmp_path: Path) -> None:
+    """Work left on a stream of the kernel's own is not between the caller's events. Where it outlives the
+    host's look after the call (the large rmsnorm workloads: 49-50 of 50 calls on the H200 in round 7) the
+    worker sees the outputs change: REWARD_HACK for the whole fixture. Where it is done first (launch-bound
+    shapes), its report includes the host's launches (the event fallback, its capture having failed): on
+    the H200 145-291 us against the honest graph-timed 18-27 us. Either way it gains nothing."""
+    whole = run_cuda(tmp_path / "all", "rmsnorm", CANDIDATES / SIDE_STREAM, None)
+    assert whole["status"] == "REWARD_HACK", describe(whole)
+    assert "outputs changed after the call returned" in str(whole["workloads"]), describe(whole)
+    small = run_cuda(tmp_path / "small", "rmsnorm", CANDIDATES / SIDE_STREAM, CHEAT_SHAPES)
+    assert gains_nothing(small), describe(small)
 
 
 @pytest.mark.parametrize(("candidate", "fixture"), HONEST, ids=[h[0] for h in HONEST])

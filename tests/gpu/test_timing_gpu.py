@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import gc
 import statistics
+import time
 from collections.abc import Callable
 
 import pytest
@@ -20,7 +21,7 @@ import torch
 
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
-from aka_graph.tools.evaluator.harness.timing import GraphTimer, judge_capture
+from aka_graph.tools.evaluator.harness.timing import GraphTimer, judge_capture, time_events
 
 pytestmark = pytest.mark.gpu
 
@@ -202,3 +203,28 @@ def test_a_garbage_collection_during_capture_does_not_break_it() -> None:
     finally:
         gc.set_threshold(*threshold)
     assert bench.graph is not None, bench.notes
+
+
+def test_the_event_fallback_never_reads_a_call_shorter_than_its_own_time_on_the_host() -> None:
+    """Round 7: the fallback's L2 flush ran on the GPU while the host launched the call, so work a call
+    left on a stream of its own (not between the caller's events) was read as taking the host's time
+    minus the flush's (~35 us on an H200). The start event is now recorded on an idle device: a call that
+    spends 300 us on the host and launches its work on a side stream is read at about 300 us or more."""
+    host_us = 300.0
+    x, y = torch.randn(1 << 20, device="cuda"), torch.empty(1 << 20, device="cuda")
+    side = torch.cuda.Stream()
+
+    def call(_: int) -> torch.Tensor:
+        t0 = time.perf_counter()
+        while (time.perf_counter() - t0) * 1e6 < host_us:
+            pass
+        with torch.cuda.stream(side):
+            torch.mul(x, 2.0, out=y)
+        return y
+
+    timing = time_events(call, 1, L2_BYTES, samples=20)
+    torch.cuda.synchronize()
+    print(f"side-stream call busy {host_us:.0f} us on the host: read {timing.latency_us:.1f} us")
+    assert timing.method == "cuda_event"
+    # a few us of jitter between the host's enqueue and the GPU's timestamps; the flush hid ~35 us
+    assert timing.latency_us >= 0.97 * host_us, timing.samples_us

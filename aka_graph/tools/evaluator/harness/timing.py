@@ -371,13 +371,22 @@ def time_events(
     after: Callable[[int], None] | None = None,
 ) -> Timing:
     """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels.
-    `after(i)` runs after call i's end event (in stream order, so it is not timed)."""
+    `after(i)` runs after call i's end event (in stream order, so it is not timed).
+
+    The device is idle when each start event is recorded (a synchronize after the flush), so a sample is
+    never shorter than the host's own time in the call: the flush's GPU time used to overlap the host's
+    launches, and work a call left on a stream of its own (never joined to the caller's, so not between
+    the events) could hide in it. What such work does after the call returns is the worker's checked
+    call's to see (outputs changed after the call returned); on the H200 it was caught wherever it
+    outlived the host's next look, and where it did not, its report was 5-12x slower than the honest
+    graph-timed kernel (round 7, `benchmarks/probe_side_stream.py`)."""
     flush = flush_buffer(torch.device("cuda", torch.cuda.current_device()), l2_bytes)
     pairs = []
     for i in range(samples):
         if prepare is not None:
             prepare(i)
         flush.zero_()
+        torch.cuda.synchronize()
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         call(i % n_copies)
