@@ -76,8 +76,9 @@ def _import_python(spec: SolutionSpec) -> Any:
         entry = staged / spec.entry_file
     if not entry.is_file():
         raise CompileError(f"{spec.entry_file}: entry-point file not found")
+    root = entry.parents[len(Path(spec.entry_file).parts) - 1]  # the solution's directory
     try:
-        return load_file_module(entry, "candidate_kernel")
+        return load_file_module(entry, "candidate_kernel", root)
     except ModuleNotFoundError as exc:
         known = _FRAMEWORK_MODULES.get(exc.name or "")
         if known is not None:

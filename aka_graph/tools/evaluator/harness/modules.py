@@ -12,19 +12,43 @@ from typing import Any
 from .opmodel import Operator, OperatorError
 
 
-def load_file_module(path: Path, name: str) -> types.ModuleType:
-    spec = importlib.util.spec_from_file_location(name, path)
-    if spec is None or spec.loader is None:
-        raise OperatorError(f"{path}: cannot be imported as a Python module")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    parent = str(path.parent)
-    sys.path.insert(0, parent)
+def load_file_module(path: Path, name: str, root: Path | None = None) -> types.ModuleType:
+    """Import one file as module `name`, as SOL-ExecBench's driver would find its neighbours.
+
+    `root`: the solution's directory when the entry point sits below it (`pkg/kernel.py::run`): the file
+    is then imported as a submodule of a package standing for that directory, so `from .helpers import f`
+    works, as in SOL's driver, which imports `pkg.kernel` from its staging directory. The file's own
+    directory (and `root`) stay on sys.path after the import, at its end: a helper imported lazily inside
+    run() is found, and no kernel file can shadow an installed module the harness imports later."""
+    folders = [str(path.parent)] + ([str(root)] if root is not None and root != path.parent else [])
+    sys.path[:0] = folders
     try:
-        spec.loader.exec_module(module)
+        if root is not None and root != path.parent:
+            module = _load_below(path, name, root)
+        else:
+            spec = importlib.util.spec_from_file_location(name, path)
+            if spec is None or spec.loader is None:
+                raise OperatorError(f"{path}: cannot be imported as a Python module")
+            module = importlib.util.module_from_spec(spec)
+            sys.modules[name] = module
+            spec.loader.exec_module(module)
     finally:
-        if parent in sys.path:
-            sys.path.remove(parent)
+        for folder in folders:
+            if folder in sys.path:
+                sys.path.remove(folder)
+            sys.path.append(folder)
+    return module
+
+
+def _load_below(path: Path, name: str, root: Path) -> types.ModuleType:
+    """`root/pkg/kernel.py` imported as `<name>_root.pkg.kernel`, `<name>_root` a package over `root`;
+    the module is also registered as `name`."""
+    package = types.ModuleType(f"{name}_root")
+    package.__path__ = [str(root)]
+    sys.modules[package.__name__] = package
+    dotted = ".".join([package.__name__, *path.relative_to(root).with_suffix("").parts])
+    module = importlib.import_module(dotted)
+    sys.modules[name] = module
     return module
 
 

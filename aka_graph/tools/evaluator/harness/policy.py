@@ -12,6 +12,8 @@ import ast
 import re
 from pathlib import Path
 
+from .scopes import refers_to_own_binding
+
 BANNED_MODULES = frozenset(
     {
         "sys",
@@ -173,6 +175,9 @@ def scan_source(source: str, filename: str) -> list[str]:
     own_ops = own_custom_ops(tree, aliases)
     methods = instance_methods(tree)
     annotations = string_annotations(tree)
+    constants = module_string_constants(tree)
+    fields = own_field_reads(tree, parents)
+    settings = performance_settings(tree, aliases)
     for node in ast.walk(tree):
         if id(node) in skipped or id(node) in own_ops:
             continue
@@ -180,7 +185,7 @@ def scan_source(source: str, filename: str) -> list[str]:
             f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
             for what in [
                 *_round_three(node, parents, imported, aliases),
-                *_foreign_self(node, methods, aliases, parents),
+                *_foreign_self(node, methods, aliases, parents, fields),
             ]
         )
         private = private_stdlib_import(node)
@@ -207,6 +212,8 @@ def scan_source(source: str, filename: str) -> list[str]:
         for target in _flatten(targets):
             if isinstance(target, ast.Subscript) and root(target) in environs:
                 flag(node, f"changes os.environ (through {root(target)!r})")
+            elif id(target) in settings:
+                pass  # torch.backends.cudnn.benchmark = True: a performance switch of the kernel's own
             elif isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
             elif isinstance(target, ast.Attribute) and not own_instance(target, root(target), parents):
@@ -240,12 +247,22 @@ def scan_source(source: str, filename: str) -> list[str]:
                 for alias in node.names:
                     if alias.name in BANNED_ATTRIBUTES or alias.name in BANNED_CALLS:
                         flag(node, f"imports {alias.name!r} from {node.module!r}")
-        elif isinstance(node, ast.Attribute) and node.attr in BANNED_ATTRIBUTES:
+        elif (
+            isinstance(node, ast.Attribute)
+            and node.attr in BANNED_ATTRIBUTES
+            and not _type_name_read(node, parents)
+            and not (node.attr == "open" and read_only_open(parents.get(id(node)), node, aliases))
+        ):
             flag(node, f"uses the attribute {node.attr!r}")
-        elif isinstance(node, ast.Name) and node.id in BANNED_CALLS:
+        elif (
+            isinstance(node, ast.Name)
+            and node.id in BANNED_CALLS
+            and not refers_to_own_binding(node, parents)
+            and not (node.id == "open" and read_only_open(parents.get(id(node)), node))
+        ):
             flag(node, f"uses {node.id!r}")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "getattr":
-            name = _literal(node.args[1]) if len(node.args) > 1 else None
+            name = string_constant(node.args[1], constants) if len(node.args) > 1 else None
             on_torch = bool(node.args) and isinstance(node.args[0], ast.Name) and node.args[0].id == "torch"
             if name is None and not on_torch:  # getattr(torch, dtype_name) is the one common idiom
                 flag(node, "getattr with a computed attribute name")
@@ -341,8 +358,11 @@ NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".h
 
 # String literals no kernel needs: a module file to write and import at run time, /proc (the parent's
 # command line, other processes), the operator's files (every workload's shapes, also private ones).
+# The operator's file names count where the literal is a path (`"workload.jsonl"`, `"../op/shapes.json"`),
+# not inside a message (`"hidden_size must be 4096 (see definition.json)"` refused an honest kernel,
+# round 7); a name assembled at run time escapes this check either way.
 _PRIVATE_PATHS = re.compile(
-    r"(^[\w./-]*\.(py|pyc|so|pth)$)|(^|/)proc/|workload\.jsonl|definition\.json|shapes\.json"
+    r"(^[\w./-]*\.(py|pyc|so|pth)$)|(^|/)proc/|^[\w./-]*(workload\.jsonl|definition\.json|shapes\.json)$"
 )
 
 
@@ -365,6 +385,20 @@ def native_source_problems(text: str) -> list[str]:
     return found
 
 
+# Files Python imports without a source to read (red team round 7, redteam7_sourceless_pyc: kernel.py only
+# imported `fastpath`, shipped as fastpath.pyc whose bytecode walked frames). A solution is its sources (C++
+# and CUDA ones are built by the harness into a directory of its own): the worker's copy of the kernel
+# directory leaves such files out (an agent's in-place build may have left some; worker_proc.read_only_copy),
+# and solution.json may not inline one.
+COMPILED_MODULE = "a compiled module the source policy cannot read (ship the source: .py, .cpp, .cu)"
+_COMPILED = re.compile(r"\.(pyc|pyo|pyd|so|dylib|dll)$|\.so\.\d")
+
+
+def compiled_module(name: str) -> bool:
+    """Whether a file name is one Python (or a loader) would import as compiled code."""
+    return bool(_COMPILED.search(name))
+
+
 def scan_kernel_dir(kernel_dir: Path) -> list[str]:
     """Every .py file (and every C/C++ source) under the kernel directory."""
     found: list[str] = []
@@ -381,6 +415,8 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
     for rel, text in inline_sources(Path(kernel_dir)).items():
         if (Path(kernel_dir) / rel).is_file():
             continue  # the file on disk is what runs, and was scanned above
+        if compiled_module(rel):
+            found.append(f"solution.json:{rel}: {COMPILED_MODULE}")
         if rel.endswith(".py"):
             found += scan_source(text, f"solution.json:{rel}")
         elif rel.endswith(NATIVE_SUFFIXES):
@@ -822,7 +858,11 @@ def _annotation(node: ast.Constant) -> list[str]:
 
 
 def _foreign_self(
-    node: ast.AST, methods: dict[str, set[str]], aliases: dict[str, str], parents: dict[int, ast.AST]
+    node: ast.AST,
+    methods: dict[str, set[str]],
+    aliases: dict[str, str],
+    parents: dict[int, ast.AST],
+    fields: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> list[str]:
     """A method's `self` may only be its own instance: an instance method taken from the class (called
     unbound with another object as `self`), a class's attributes by name, a method from `type(x)`, and
@@ -855,7 +895,7 @@ def _foreign_self(
         and not _passes_own_self(node, parents)
     ):
         found.append(f"takes {node.attr!r} from type(...) (a method reached so can be called unbound)")
-    if isinstance(node, ast.Attribute) and node.attr in FOREIGN_MODULES:
+    if isinstance(node, ast.Attribute) and node.attr in FOREIGN_MODULES and id(node) not in fields:
         owner = _dotted(node.value, aliases)
         if owner != node.attr:
             found.append(f"reaches the module {node.attr!r} through {owner or 'an expression'!r}")
@@ -1020,3 +1060,178 @@ def _passes_own_self(func: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
         return own_instance(probe, first.id, parents)
     finally:
         del parents[id(probe)]
+
+
+# -- Round seven: honest idioms the lists above refused (tests/tools/evaluator/harness/test_policy.py) -----
+
+READ_MODES = frozenset("rbt")
+OPEN_KEYWORDS_OK = frozenset({"mode", "encoding", "errors", "newline", "buffering"})
+
+
+def read_only_open(call: ast.AST | None, func: ast.AST, aliases: dict[str, str] | None = None) -> bool:
+    """`open(path)`, `open(path, "rb")`, `Path(p).open()`, `io.open(p, "r")`: a file opened for reading
+    only, which `Path.read_text` (allowed) does anyway. Writing, appending, updating, an `opener`, a mode
+    not written out, and `os.open` (flags) stay banned: writing /proc/self/mem or a module file needs one."""
+    if not (isinstance(call, ast.Call) and call.func is func):
+        return False
+    if any(k.arg not in OPEN_KEYWORDS_OK for k in call.keywords):
+        return False
+    mode_at = 1  # open(file, mode) and io.open(file, mode)
+    if isinstance(func, ast.Attribute):
+        owner = (_dotted(func.value, aliases or {}) or "").split(".")[0]
+        if owner in ("os", "posix", "nt"):
+            return False
+        mode_at = 1 if owner in ("io", "codecs") else 0  # Path(...).open(mode)
+    modes = [k.value for k in call.keywords if k.arg == "mode"]
+    if len(call.args) > mode_at:
+        modes.append(call.args[mode_at])
+    return all(isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) <= READ_MODES
+               for m in modes)
+
+
+def _type_name_read(node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    """`x.__class__.__name__` (an error message's type name) reads what `type(x).__name__` does."""
+    parent = parents.get(id(node))
+    return (
+        node.attr == "__class__"
+        and isinstance(node.ctx, ast.Load)
+        and isinstance(parent, ast.Attribute)
+        and parent.value is node
+        and parent.attr in TYPE_ATTRIBUTES_OK
+        and isinstance(parent.ctx, ast.Load)
+    )
+
+
+def module_string_constants(tree: ast.Module) -> dict[str, str]:
+    """Module-level names bound exactly once in the whole file, to a string literal (`ACTIVATION =
+    "relu"`): `getattr(F, ACTIVATION)` is then `getattr(F, "relu")`, judged as that literal."""
+    bound: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            bound[n.id] = bound.get(n.id, 0) + 1
+        elif isinstance(n, ast.arg):
+            bound[n.arg] = bound.get(n.arg, 0) + 2
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            for name in n.names:
+                bound[name] = bound.get(name, 0) + 2
+    out: dict[str, str] = {}
+    for stmt in tree.body:
+        if (
+            isinstance(stmt, ast.Assign)
+            and len(stmt.targets) == 1
+            and isinstance(stmt.targets[0], ast.Name)
+            and _literal(stmt.value) is not None
+            and bound.get(stmt.targets[0].id) == 1
+        ):
+            out[stmt.targets[0].id] = stmt.value.value  # type: ignore[attr-defined]
+    return out
+
+
+def string_constant(node: ast.AST, constants: dict[str, str]) -> str | None:
+    """A string literal, or a name `module_string_constants` resolved to one."""
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        return constants.get(node.id)
+    return _literal(node)
+
+
+# Switches that only choose how the kernel's own work runs (autotuning, TF32 for its own matmuls): the
+# reference runs in the parent, so none of them reaches what the kernel is compared with. A literal value
+# only; every other assignment into a module stays banned.
+PERFORMANCE_SETTINGS = frozenset(
+    {
+        "torch.backends.cudnn.benchmark",
+        "torch.backends.cudnn.deterministic",
+        "torch.backends.cudnn.allow_tf32",
+        "torch.backends.cuda.matmul.allow_tf32",
+        "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
+        "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
+        "torch._dynamo.config.cache_size_limit",
+        "torch._inductor.config.coordinate_descent_tuning",
+        "torch._inductor.config.max_autotune",
+    }
+)
+
+
+def performance_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
+    """Assignment targets (ids) that set one of PERFORMANCE_SETTINGS to a bool or int literal."""
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Assign)
+            and len(node.targets) == 1
+            and isinstance(node.targets[0], ast.Attribute)
+            and isinstance(node.value, ast.Constant)
+            and type(node.value.value) in (bool, int)
+            and _dotted(node.targets[0], aliases) in PERFORMANCE_SETTINGS
+        ):
+            out.add(id(node.targets[0]))
+    return out
+
+
+def class_fields(tree: ast.Module) -> dict[str, set[str]]:
+    """Class name -> the attributes it declares: class-body assignments and annotations (dataclass
+    fields), and `self.x = ...` in its methods."""
+    out: dict[str, set[str]] = {}
+    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        names = out.setdefault(cls.name, set())
+        for stmt in cls.body:
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+            names |= {t.id for t in targets if isinstance(t, ast.Name)}
+            if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.args.args:
+                me = stmt.args.args[0].arg
+                names |= {
+                    t.attr
+                    for n in ast.walk(stmt)
+                    if isinstance(n, ast.Assign | ast.AnnAssign)
+                    for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
+                    if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
+                }
+    return out
+
+
+def own_field_reads(tree: ast.Module, parents: dict[int, ast.AST]) -> set[int]:
+    """Attribute nodes that read a declared field of a class of the file through an instance of it: a
+    name only ever bound to `Cls(...)`, or a method's own `self`. `EPILOGUE.operator(y, w)` with
+    `operator` a dataclass field is not the module `operator` reached through another module (round 7);
+    `triton.testing.statistics` and `T = triton.testing; T.statistics` still are."""
+    fields = class_fields(tree)
+    bindings: dict[str, list[str | None]] = {}
+    for n in ast.walk(tree):
+        if isinstance(n, ast.arg):
+            bindings.setdefault(n.arg, []).append(None)
+        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            parent = parents.get(id(n))
+            made = (
+                isinstance(parent, ast.Assign)
+                and parent.targets == [n]
+                and isinstance(parent.value, ast.Call)
+                and isinstance(parent.value.func, ast.Name)
+                and parent.value.func.id in fields
+            )
+            bindings.setdefault(n.id, []).append(parent.value.func.id if made else None)  # type: ignore[union-attr]
+    instances = {k: v[0] for k, v in bindings.items() if v and v[0] is not None and len(set(v)) == 1}
+    out: set[int] = set()
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
+            continue
+        owner = node.value.id
+        cls = instances.get(owner) or _method_class(node, owner, parents)
+        if cls is not None and node.attr in fields.get(cls, ()):
+            out.add(id(node))
+    return out
+
+
+def _method_class(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> str | None:
+    """The class whose method received `name` as its first parameter (`self`), where `node` sits."""
+    probe = ast.Attribute(value=ast.Name(id=name, ctx=ast.Load()), attr="x", ctx=ast.Store())
+    parents[id(probe)] = parents.get(id(node))  # type: ignore[assignment]
+    try:
+        if not own_instance(probe, name, parents):
+            return None
+    finally:
+        del parents[id(probe)]
+    up = parents.get(id(node))
+    while up is not None and not isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+        up = parents.get(id(up))
+    cls = parents.get(id(up)) if up is not None else None
+    return cls.name if isinstance(cls, ast.ClassDef) else None

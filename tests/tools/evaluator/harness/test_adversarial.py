@@ -195,10 +195,14 @@ def test_native_candidate_cannot_exfiltrate_private_shapes_through_the_result(tm
 
 def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> None:
     names = {p.name for p in CANDIDATES.iterdir() if (p / "kernel.py").is_file()}
-    # classified in test_redteam.py, test_redteam_round4.py and test_redteam_warm.py
-    names -= {n for n in names if n.startswith(("redteam_", "redteam4_", "redteam5_"))}
+    # classified in test_redteam.py, test_redteam_round4.py, test_redteam_warm.py, test_redteam_round7.py
+    # and (honest ones) test_false_alarms_round7.py
+    elsewhere = ("redteam_", "redteam4_", "redteam5_", "redteam7_", "honest7_")
+    names -= {n for n in names if n.startswith(elsewhere)}
     assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | RESOURCE | GPU_HONEST | {h[0] for h in HONEST}
     for sol in CANDIDATES.glob("*/solution.json"):
+        if sol.parent.name.startswith(elsewhere):
+            continue
         spec = json.loads(sol.read_text())
         assert spec["spec"]["destination_passing_style"] is False
         assert spec["sources"][0]["content"] == (sol.parent / "kernel.py").read_text(), (
