@@ -413,11 +413,16 @@ def run(
                                 lat[session.workload_id(idx)] = value
                     rounds.append({"label": label, "repeat": rep, "position": pos, "latency_us": lat})
             phases["timing"] = time.perf_counter() - t0 - sum(phases.values())
+    finally:
+        stop_workers(states)
+    try:
+        # only now: no candidate's code runs while the reference is timed (red team round 7: a thread
+        # left by the burst burned the CPU then, inflating the speed-up's denominator and the cache)
+        if rounds:
             ref_timing, ref_cache = reference_timings(session, states)  # refcache.py
             phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
-        stop_workers(states)
-        flush_reference_cache(ref_cache.get("used") is True)  # only now: no worker is left to write it
+        flush_reference_cache(ref_cache.get("used") is True)  # no worker is left to write it
     phases["total"] = time.perf_counter() - t0
     results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
     for res in results.values():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import signal
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -104,20 +105,31 @@ def tree_cpu_ns(root: int, extra_roots: tuple[int, ...] = ()) -> int | None:
         if pid in procs:
             members += [procs[pid], *descendants(pid, procs)]
     ticks_ns = 1_000_000_000 // CLOCK_TICKS
-    return sum(thread_cpu_ns(p.pid) + p.children_ticks * ticks_ns for p in members)
+    return sum(process_cpu_ns(p.pid) + p.children_ticks * ticks_ns for p in members)
+
+
+def process_cpu_ns(pid: int) -> int:
+    """CPU time of a whole process (ns), threads that already exited included: its CPU-time clock
+    (clock_getcpuclockid's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)), readable for any process of ours.
+    The live threads' schedstat sum where that clock cannot be read: a thread that exits takes its time
+    with it there (red team round 7: each call's work on a thread born and joined inside the call)."""
+    try:
+        return time.clock_gettime_ns(((~pid) << 3) | 2)
+    except (OSError, OverflowError):
+        return thread_cpu_ns(pid)
 
 
 def tree_cpu_pair(root: int) -> tuple[int, int] | None:
-    """(precise, coarse) CPU time of the tree (ns): the precise figure sums live threads' schedstat, which
-    forgets a thread that exits (its time moves to the process's tick counters); the coarse one sums the
-    tick counters (utime + stime + cutime + cstime), exited threads included, at 1/CLK_TCK resolution.
-    A difference of two readings is at least max(precise delta, coarse delta - 2 ticks)."""
+    """(precise, coarse) CPU time of the tree (ns): the precise figure reads each process's CPU-time clock
+    (`process_cpu_ns`); the coarse one sums the tick counters (utime + stime + cutime + cstime), at
+    1/CLK_TCK resolution. A difference of two readings is at least max(precise delta, coarse delta - 2
+    ticks)."""
     root_proc = read_proc(root)
     if root_proc is None:
         return None
     members = [root_proc, *descendants(root)]
     tick = 1_000_000_000 // CLOCK_TICKS
-    precise = sum(thread_cpu_ns(p.pid) + p.children_ticks * tick for p in members)
+    precise = sum(process_cpu_ns(p.pid) + p.children_ticks * tick for p in members)
     coarse = sum((p.own_ticks + p.children_ticks) * tick for p in members)
     return precise, coarse
 

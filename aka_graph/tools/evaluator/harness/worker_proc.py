@@ -19,6 +19,7 @@ from typing import Any
 from . import shm
 from .isolate import argv_prefix, die_with_parent, host_memory_bytes, unavailable
 from .opview import hidden_paths, write_view
+from .policy import compiled_module
 
 PACKAGE = __package__ or "harness"
 
@@ -81,8 +82,13 @@ def worker_env(device: str, build_dir: Path) -> dict[str, str]:
 def read_only_copy(kernel_dir: Path, dest: Path) -> Path:
     """The kernel directory as the worker sees it: a copy whose files and directories are read-only, so
     a candidate cannot add a module beside kernel.py at import time (or rewrite its own source) unless
-    it changes permissions, which the source policy bans; the parent re-hashes it afterwards."""
-    shutil.copytree(kernel_dir, dest, ignore=shutil.ignore_patterns("__pycache__"), symlinks=False)
+    it changes permissions, which the source policy bans; the parent re-hashes it afterwards. Compiled
+    modules (.pyc, .so, ...) are left out: only what the source policy read may run."""
+
+    def ignored(_: str, names: list[str]) -> list[str]:
+        return [n for n in names if n == "__pycache__" or compiled_module(n)]
+
+    shutil.copytree(kernel_dir, dest, ignore=ignored, symlinks=False)
     for path in sorted(dest.rglob("*"), reverse=True):
         path.chmod(0o555 if path.is_dir() else 0o444)
     dest.chmod(0o555)
