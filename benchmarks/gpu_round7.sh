@@ -5,6 +5,9 @@
 #                                         test, the warm evaluation time under the 256-copy rule, and what
 #                                         unjoined side-stream work looks like to each clock (probe_side_stream.py,
 #                                         then adv_side_stream evaluated on every rmsnorm workload)
+#   bash benchmarks/gpu_round7.sh side    adv_side_stream alone on each workload it passed, beside the honest kernel
+#   bash benchmarks/gpu_round7.sh final   the fallback's idle start, side streams, honest controls, every cheat
+#                                         through one warm service, round 7's honest candidates
 # Output: $OUT/round7_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -48,7 +51,21 @@ side)
       eval_rmsnorm tests/tools/evaluator/harness/candidates/adv_side_stream $s; done'
   run honest_small 120 bash -c 'eval_rmsnorm tests/tools/evaluator/harness/candidates/rmsnorm_torch $SMALL_IDS'
   ;;
-*) echo "unknown call $CALL (probe or side)"; exit 2 ;;
+final)
+  # after side: the event fallback's start on an idle device, adv_side_stream's "caught or gains nothing",
+  # the honest controls (the long uncapturable kernel on that fallback), every cheat through one warm
+  # service, and round 7's honest candidates (the policy's false alarms) on the GPU
+  run timing 100 "${PYT[@]}" -s tests/gpu/test_timing_gpu.py --junitxml "$WORK/timing.xml"
+  run adversarial 200 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
+      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
+  export -f eval_rmsnorm && export WORK
+  run honest7 100 bash -c 'for k in tests/tools/evaluator/harness/candidates/honest7_*; do
+      [ -f "$k/kernel.py" ] && grep -q hidden_states "$k/kernel.py" && eval_rmsnorm "$k" \
+      33bf737d-3b37-4e38-be80-ea39b4b46ae6 f0f508c3-e880-4ec8-b8be-1062db313d36; done'
+  ;;
+*) echo "unknown call $CALL (probe, side or final)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done
