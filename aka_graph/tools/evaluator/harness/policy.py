@@ -193,6 +193,8 @@ def scan_source(source: str, filename: str) -> list[str]:
             flag(node, private)
         if isinstance(node, ast.Constant) and id(node) in annotations:  # `x: "code"`: eval'd by typing
             found.extend(f"{filename}:{node.lineno}: in a string annotation: {w}" for w in _annotation(node))
+        if isinstance(node, ast.Name) and node.id in BANNED_NAMES:
+            flag(node, f"uses {node.id!r} (the module's builtins, loader or spec: every banned name by key)")
         if isinstance(node, ast.Name) and node.id in ALIAS_BANNED and id(node) not in calls:
             flag(node, f"uses {node.id!r} as a value (an alias escapes the name checks)")
         if isinstance(node, ast.Call):
@@ -509,6 +511,9 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "__setstate__",
 }
 ALIAS_BANNED = frozenset({"getattr", "setattr", "delattr"})
+# Module globals that hold every builtin by key or the import machinery (`__builtins__["open"]` went
+# unseen until round 7: only the attribute spelling was banned).
+BANNED_NAMES = frozenset({"__builtins__", "__loader__", "__spec__", "__cached__"})
 
 
 # -- Round three (red team, tests/tools/evaluator/harness/test_redteam.py) ----------------------------------

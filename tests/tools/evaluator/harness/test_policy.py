@@ -58,6 +58,9 @@ CHEATS = {
     ),
     "getattr by a banned constant": "import torch\nN = '__dict__x'\nN2 = 'modules'\nf = getattr(torch, N2)\n",
     "a setting set to a function": "import torch\ntorch.backends.cudnn.benchmark = print\n",
+    "every builtin by key": "x = __builtins__['open']('x', 'w')\n",
+    "builtins as a default": "def f(b=__builtins__):\n    return b\n",
+    "the module's loader": "L = __loader__\n",
     "another torch global": "import torch\ntorch.backends.cudnn.enabled = False\ntorch.testing.x = 1\n",
 }
 
