@@ -30,6 +30,8 @@ from dataclasses import dataclass
 
 import torch
 
+from .timing import EVENT_SAMPLES, HOST_REPS
+
 GIB = 1 << 30
 MIB = 1 << 20
 SMALL_BYTES = 64 * MIB  # extras always worth making (within spare): the clone and the kept seeds up to this
@@ -125,6 +127,16 @@ def plan_memory(
     left -= twins if pristine else 0
     sets = min(pool_wanted, POOL_BYTES // max(1, input_bytes)) if input_bytes <= left else 0
     return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
+
+
+TIMED_SETS = {"cpu": HOST_REPS, "cuda": EVENT_SAMPLES}  # fresh input sets wanted: one per timed call
+
+
+def fresh_sets(input_bytes: int, spare: int, device_type: str) -> int:
+    """Fresh timed input sets for one eager timing round (0: none, the perturbation stays). The worker
+    makes this many (worker._fresh_pool); the parent holds it to this where the sets are small enough
+    that spare memory cannot be what limited them (spotcheck.py)."""
+    return plan_memory(input_bytes, 0, spare, pool_wanted=TIMED_SETS[device_type]).pool_sets
 
 
 def output_bytes(out_specs: list[tuple[tuple[int, ...], torch.dtype]]) -> int:

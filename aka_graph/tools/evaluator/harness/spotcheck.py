@@ -13,6 +13,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
+from .bench import value_bytes
+from .memory import SMALL_BYTES, fresh_sets
 from .timing import timed_seed
 
 VERIFIED_HOST = 3  # of at most 5 timed calls: skipping the 3 that move the median is always caught
@@ -26,12 +28,19 @@ def choose(kept: list[int], on_gpu: bool, rng: random.Random | None = None) -> l
     return sorted(rng.sample(kept, min(want, len(kept))))
 
 
-def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], pool_seed: int) -> str | None:
+def verify_timed_calls(
+    session: Any, ks: Any, idx: int, reply: dict[str, Any], pool_seed: int | None
+) -> str | None:
     """None when the chosen timed calls computed the right outputs, else the REWARD_HACK message."""
     size = int(reply.get("pool_size") or 0)
-    if reply.get("method") == "cuda_graph" or size <= 0 or session.contract.get("stochastic"):
+    if reply.get("method") == "cuda_graph" or session.contract.get("stochastic"):
         # (a stochastic reference: an unseeded timed call's random draws cannot match it)
         return None  # graph replays: re-validation replays the very graph on fresh inputs
+    short = pool_shortfall(session, idx, size) if pool_seed is not None else None
+    if short:
+        return short
+    if size <= 0:
+        return None  # inputs too large for fresh sets: the timed calls' perturbation stays (bench.py)
     samples = len(reply.get("samples_us") or [])
     kept = [int(i) for i in reply.get("kept") or []]
     if kept != list(range(samples)):
@@ -56,6 +65,26 @@ def verify_timed_calls(session: Any, ks: Any, idx: int, reply: dict[str, Any], p
             )
         del want
     return None
+
+
+HELD_BYTES = 8 << 20  # inputs up to this size always get their fresh sets (a worker has 64 MiB spare)
+
+
+def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
+    """The worker reports how many fresh sets its timed calls used, and 0 means "nothing to verify":
+    where the sets are small enough that memory cannot have limited them, the parent holds it to the
+    number `memory.fresh_sets` gives (code in the worker that edits its reply would otherwise switch
+    this check off)."""
+    nbytes = value_bytes(session.reference.inputs(idx, session.bench_seed, 1.0))
+    if nbytes > HELD_BYTES:
+        return None  # the worker's free memory may have limited them: its count stands
+    expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type)
+    if size == expected:
+        return None
+    return (
+        f"the worker timed its calls on {size} fresh input sets where {expected} fit "
+        f"({nbytes / 2**20:.1f} MiB each): the report of the timed calls was edited"
+    )
 
 
 HELPER_CPU_NS = 20_000_000  # helpers' CPU time that is more than a stray tick or two

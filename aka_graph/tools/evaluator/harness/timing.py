@@ -181,6 +181,7 @@ def timed_seed(pool_seed: int, j: int) -> int:
 
 
 HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh inputs)
+EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
 
 
 def host_reps(first_call_s: float, budget_s: float = 0.5) -> int:

@@ -24,7 +24,7 @@ from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, re
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
-from .memory import output_bytes, plan_memory, release, spare_bytes
+from .memory import fresh_sets, output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .phases import process_start
@@ -34,7 +34,7 @@ from .sharedinputs import open_inputs
 from .shm import Region, sealed
 from .spans import snapshot as spans_snapshot
 from .spans import span
-from .timing import HOST_REPS, host_reps, timed_seed
+from .timing import host_reps, timed_seed
 
 TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
 
@@ -59,7 +59,6 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     }
 
 
-EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
 
 
 def _sendable(r: Any) -> Any:
@@ -352,16 +351,13 @@ class Worker:
     def _fresh_pool(self, idx: int, bench: Bench, pool_seed: int) -> None:
         """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
         wl = self.op.workloads[idx]
-        wanted = HOST_REPS if self.device.type != "cuda" else EVENT_SAMPLES
         nbytes = bench.nbytes  # (also when the bench is parked: its copies are gone then)
-        plan = plan_memory(nbytes, 0, spare_bytes(self.device), pool_wanted=wanted)  # memory.py
-        if not plan.pool_sets:  # too large for fresh sets: the perturbation stays (bench.py), and nothing
+        sets = fresh_sets(nbytes, spare_bytes(self.device), self.device.type)  # memory.py
+        if not sets:  # too large for fresh sets: the perturbation stays (bench.py), and nothing
             bench.use_pool([])  # of an earlier round's sets (the parent derives none now)
             return
         # drawn when a timed call needs it (untimed), one set alive at a time (issue 9, class 2)
-        bench.use_pool(
-            FreshSets(plan.pool_sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0))
-        )
+        bench.use_pool(FreshSets(sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0)))
 
     def _fresh_graph_copies(self, idx: int, bench: Bench, pool_seed: int) -> int:
         """Fresh values into every rotated copy of a captured graph before it is timed (issue 13, class 1):

@@ -1,0 +1,37 @@
+"""The parent's hold on the worker's count of fresh timed input sets (spotcheck.pool_shortfall).
+
+The worker reports how many fresh input sets its eagerly timed calls used, and 0 means "nothing to
+verify". Code in the worker's process that edits its reply (red team round 7: bytecode shipped without
+source reached the harness's objects) could switch the timed calls' verification off that way; where
+the sets are small enough that memory cannot have limited them, the parent holds the count to what
+`memory.fresh_sets` gives.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness.memory import TIMED_SETS
+from aka_graph.tools.evaluator.harness.spotcheck import HELD_BYTES, pool_shortfall
+
+
+def _session(nbytes: int, device: str = "cpu") -> SimpleNamespace:
+    inputs = [torch.zeros(nbytes // 4, dtype=torch.float32), 1e-5]
+    reference = SimpleNamespace(inputs=lambda idx, seed, scale: inputs)
+    return SimpleNamespace(reference=reference, bench_seed=7, device=torch.device(device))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_small_inputs_are_held_to_one_fresh_set_per_timed_call(device: str) -> None:
+    session = _session(64 << 10, device)
+    assert pool_shortfall(session, 0, TIMED_SETS[device]) is None
+    for edited in (0, 1, TIMED_SETS[device] - 1):
+        message = pool_shortfall(session, 0, edited)
+        assert message is not None and f"on {edited} fresh input sets" in message
+
+
+def test_inputs_large_enough_for_memory_to_limit_them_keep_the_workers_count() -> None:
+    assert pool_shortfall(_session(2 * HELD_BYTES), 0, 0) is None
