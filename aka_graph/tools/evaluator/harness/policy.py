@@ -9,6 +9,7 @@ REWARD_HACK, reported with file and line, before a single call is made.
 from __future__ import annotations
 
 import ast
+import os
 import re
 from pathlib import Path
 
@@ -231,6 +232,9 @@ def scan_source(source: str, filename: str) -> list[str]:
             and node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__")
         ):
             flag(node, f"changes os.environ ({node.func.attr})")
+        if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
+            # `from os import *` binds system, kill, fork... as bare names no attribute check sees
+            flag(node, f"imports * from {node.module!r} (names no check sees; import them by name)")
         if isinstance(node, ast.ImportFrom) and node.level:
             pass  # `from .trace import x`: the kernel's own module (scanned as a file), not the stdlib's
         elif isinstance(node, ast.Import | ast.ImportFrom):
@@ -259,7 +263,7 @@ def scan_source(source: str, filename: str) -> list[str]:
         elif (
             isinstance(node, ast.Name)
             and node.id in BANNED_CALLS
-            and not refers_to_own_binding(node, parents)
+            and not (isinstance(node.ctx, ast.Store) or refers_to_own_binding(node, parents))
             and not (node.id == "open" and read_only_open(parents.get(id(node)), node))
         ):
             flag(node, f"uses {node.id!r}")
@@ -373,10 +377,10 @@ _PRIVATE_PATHS = re.compile(
 _TOKEN_PASTING = re.compile(r"^\s*#\s*define\b[^\n]*##", re.MULTILINE)
 
 
-def native_source_problems(text: str) -> list[str]:
-    """Interpreter doors named in C/C++ source text (only text that looks like C/C++ is searched), and
-    token-pasting macros."""
-    if "(" not in text or ("{" not in text and "#include" not in text and "::" not in text):
+def native_source_problems(text: str, always: bool = False) -> list[str]:
+    """Interpreter doors named in C/C++ source text (only text that looks like C/C++ is searched, unless
+    `always`: a file a native source includes), and token-pasting macros."""
+    if not always and ("(" not in text or ("{" not in text and "#include" not in text and "::" not in text)):
         return []
     hits = sorted({m.group(0).strip().rstrip("(").strip() for m in _NATIVE_DOORS.finditer(text)})
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
@@ -401,17 +405,55 @@ def compiled_module(name: str) -> bool:
     return bool(_COMPILED.search(name))
 
 
+_INCLUDE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+
+
+def included_problems(path: Path, text: str, root: Path, seen: set[Path] | None = None) -> list[str]:
+    """Interpreter doors in files a native source `#include "..."`s that are not native sources by name
+    (red team round 7b: `#include "door.inc"` held PyRun_SimpleString), followed through their own
+    includes; the native-suffixed ones are scanned as files already."""
+    seen = set() if seen is None else seen
+    found: list[str] = []
+    for name in _INCLUDE.findall(text):
+        target = (path.parent / name).resolve()
+        if target in seen or not target.is_file() or target.suffix in NATIVE_SUFFIXES:
+            continue
+        seen.add(target)
+        body = target.read_text(errors="replace")
+        shown = os.path.relpath(target, root)
+        found += [f"{shown} (included): {what}" for what in native_source_problems(body, always=True)]
+        found += included_problems(target, body, root, seen)
+    return found
+
+
+def kernel_files(kernel_dir: Path) -> list[Path]:
+    """Every file under the kernel directory as the worker's copy holds it: symlinked directories are
+    followed, as `read_only_copy` follows them (red team round 7b: `helpers -> ../outside` was copied for
+    the worker but never scanned), each real directory once (a link cycle ends there)."""
+    seen: set[str] = set()
+    out: list[Path] = []
+    for top, dirs, files in os.walk(kernel_dir, followlinks=True):
+        real = os.path.realpath(top)
+        if real in seen:
+            dirs[:] = []
+            continue
+        seen.add(real)
+        dirs[:] = sorted(d for d in dirs if d != "__pycache__")
+        out += [Path(top) / f for f in sorted(files) if (Path(top) / f).is_file()]
+    return out
+
+
 def scan_kernel_dir(kernel_dir: Path) -> list[str]:
     """Every .py file (and every C/C++ source) under the kernel directory."""
     found: list[str] = []
-    for path in sorted(Path(kernel_dir).rglob("*")):
-        if "__pycache__" in path.parts or not path.is_file():
-            continue
+    for path in kernel_files(Path(kernel_dir)):
         rel = path.relative_to(kernel_dir).as_posix()
         if path.suffix == ".py":
             found += scan_source(path.read_text(errors="replace"), rel)
         elif path.suffix in NATIVE_SUFFIXES:
-            found += [f"{rel}: {what}" for what in native_source_problems(path.read_text(errors="replace"))]
+            text = path.read_text(errors="replace")
+            found += [f"{rel}: {what}" for what in native_source_problems(text)]
+            found += included_problems(path, text, Path(kernel_dir))
     from .languages.solution import inline_sources  # solution.json `content` the worker writes out and runs
 
     for rel, text in inline_sources(Path(kernel_dir)).items():
@@ -1074,9 +1116,10 @@ OPEN_KEYWORDS_OK = frozenset({"mode", "encoding", "errors", "newline", "bufferin
 
 
 def read_only_open(call: ast.AST | None, func: ast.AST, aliases: dict[str, str] | None = None) -> bool:
-    """`open(path)`, `open(path, "rb")`, `Path(p).open()`, `io.open(p, "r")`: a file opened for reading
-    only, which `Path.read_text` (allowed) does anyway. Writing, appending, updating, an `opener`, a mode
-    not written out, and `os.open` (flags) stay banned: writing /proc/self/mem or a module file needs one."""
+    """`open(path)`, `open(path, "rb")`, `io.open(p, "r")`, `p.open()`, `p.open("rb")`: a file opened for
+    reading only, which `Path.read_text` (allowed) does anyway. Writing, appending, updating, an opener
+    (by keyword or position), a mode not written out, `os.open` (flags), and an owner's `open` whose
+    arguments mean something else (`tarfile.open(name, "w")`) stay banned."""
     if not (isinstance(call, ast.Call) and call.func is func):
         return False
     if any(k.arg not in OPEN_KEYWORDS_OK for k in call.keywords):
@@ -1086,12 +1129,16 @@ def read_only_open(call: ast.AST | None, func: ast.AST, aliases: dict[str, str] 
         owner = (_dotted(func.value, aliases or {}) or "").split(".")[0]
         if owner in ("os", "posix", "nt"):
             return False
-        mode_at = 1 if owner in ("io", "codecs") else 0  # Path(...).open(mode)
+        mode_at = 1 if owner in ("io", "codecs") else 0  # p.open(mode): a Path's, or nothing at all
+    if len(call.args) > mode_at + 1 or any(isinstance(a, ast.Starred) for a in call.args):
+        return False  # buffering, encoding... and opener by position
     modes = [k.value for k in call.keywords if k.arg == "mode"]
     if len(call.args) > mode_at:
         modes.append(call.args[mode_at])
-    return all(isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) <= READ_MODES
-               for m in modes)
+    return all(
+        isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) <= READ_MODES and m.value
+        for m in modes
+    )
 
 
 def _type_name_read(node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
@@ -1111,14 +1158,8 @@ def module_string_constants(tree: ast.Module) -> dict[str, str]:
     """Module-level names bound exactly once in the whole file, to a string literal (`ACTIVATION =
     "relu"`): `getattr(F, ACTIVATION)` is then `getattr(F, "relu")`, judged as that literal."""
     bound: dict[str, int] = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            bound[n.id] = bound.get(n.id, 0) + 1
-        elif isinstance(n, ast.arg):
-            bound[n.arg] = bound.get(n.arg, 0) + 2
-        elif isinstance(n, ast.Global | ast.Nonlocal):
-            for name in n.names:
-                bound[name] = bound.get(name, 0) + 2
+    for name in binding_names(tree):
+        bound[name] = bound.get(name, 0) + 1
     out: dict[str, str] = {}
     for stmt in tree.body:
         if (
@@ -1129,6 +1170,29 @@ def module_string_constants(tree: ast.Module) -> dict[str, str]:
             and bound.get(stmt.targets[0].id) == 1
         ):
             out[stmt.targets[0].id] = stmt.value.value  # type: ignore[attr-defined]
+    return out
+
+
+def binding_names(tree: ast.AST) -> list[str]:
+    """Every name the file binds, once per binding, in every form Python has: assignments and `del`,
+    parameters, imports, defs and classes, `except ... as`, match captures, `global`/`nonlocal` (red team
+    round 7b: `case N:` rebound a "constant" that only plain assignments were counted for)."""
+    out: list[str] = []
+    for n in ast.walk(tree):
+        if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
+            out.append(n.id)
+        elif isinstance(n, ast.arg):
+            out.append(n.arg)
+        elif isinstance(n, ast.alias):
+            out.append(n.asname or n.name.split(".")[0])
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef | ast.ExceptHandler):
+            out.append(n.name or "")
+        elif isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
+            out.append(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            out.append(n.rest)
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            out += list(n.names) * 2
     return out
 
 
@@ -1177,7 +1241,12 @@ def class_fields(tree: ast.Module) -> dict[str, set[str]]:
     """Class name -> the attributes it declares: class-body assignments and annotations (dataclass
     fields), and `self.x = ...` in its methods."""
     out: dict[str, set[str]] = {}
+    counts: dict[str, int] = {}
+    for name in binding_names(tree):
+        counts[name] = counts.get(name, 0) + 1
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        if counts.get(cls.name) != 1 or not _plain_class(cls):
+            continue
         names = out.setdefault(cls.name, set())
         for stmt in cls.body:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
@@ -1192,6 +1261,30 @@ def class_fields(tree: ast.Module) -> dict[str, set[str]]:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
                 }
     return out
+
+
+# What lets `Cls(...)` return something other than a Cls, or an instance's attribute be something other
+# than what the class declared (red team round 7b: a `__new__` returning the torch module made
+# `cfg.builtins` torch's builtins module).
+CONSTRUCTION_HOOKS = frozenset(
+    {"__new__", "__call__", "__getattr__", "__getattribute__", "__init_subclass__", "__class_getitem__"}
+)
+
+
+def _plain_class(cls: ast.ClassDef) -> bool:
+    """A class whose instances are what it declares: no bases but `object`, no metaclass or class
+    keywords, no decorator but `dataclass`, no construction or lookup hooks."""
+    if cls.keywords or any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases):
+        return False
+    for deco in cls.decorator_list:
+        target = deco.func if isinstance(deco, ast.Call) else deco
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if name != "dataclass":
+            return False
+    return not any(
+        isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in CONSTRUCTION_HOOKS
+        for stmt in cls.body
+    )
 
 
 def own_field_reads(tree: ast.Module, parents: dict[int, ast.AST]) -> set[int]:
@@ -1221,7 +1314,7 @@ def own_field_reads(tree: ast.Module, parents: dict[int, ast.AST]) -> set[int]:
             continue
         owner = node.value.id
         cls = instances.get(owner) or _method_class(node, owner, parents)
-        if cls is not None and node.attr in fields.get(cls, ()):
+        if cls is not None and node.attr in fields.get(cls, ()) and node.attr not in BANNED_MODULES:
             out.add(id(node))
     return out
 

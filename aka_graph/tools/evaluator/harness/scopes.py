@@ -80,7 +80,13 @@ def _scope_holding(child: ast.AST, scope: ast.AST) -> bool:
 
 def refers_to_own_binding(name: ast.Name, parents: dict[int, ast.AST]) -> bool:
     """Whether the name refers to a binding of the file's own (a parameter, a local, a module-level
-    assignment) rather than to a builtin."""
+    assignment made before) rather than to a builtin.
+
+    A function's (or comprehension's) name is local wherever it is bound in it: unset, it raises rather
+    than falls back to the builtin, so any binding there counts. A module's or a class body's name falls
+    back to the builtin while unset or after a `del` (red team round 7b: `if False: exec = None`, then
+    `exec(...)`), so there only an unconditional top-level binding that comes before the use counts, and
+    never for a name the file deletes or declares `global` anywhere."""
     child: ast.AST = name
     node = parents.get(id(name))
     seen_function = False
@@ -93,8 +99,45 @@ def refers_to_own_binding(name: ast.Name, parents: dict[int, ast.AST]) -> bool:
         if isinstance(node, SCOPES) and _scope_holding(child, node):
             if isinstance(node, ast.ClassDef) and seen_function:
                 pass  # a class body is invisible from the functions nested in it
+            elif isinstance(node, ast.Module | ast.ClassDef):
+                if binds(node, name.id):
+                    return _bound_before(node, child, name.id, parents)
             elif binds(node, name.id):
                 return True
             seen_function |= isinstance(node, FUNCTIONS)
         child, node = node, parents.get(id(node))
+    return False
+
+
+def _bound_before(
+    scope: ast.Module | ast.ClassDef, stmt: ast.AST, name: str, parents: dict[int, ast.AST]
+) -> bool:
+    """At module or class level: whether `name` is bound by an unconditional top-level statement of
+    `scope` before `stmt` (the top-level statement holding the use), and is never deleted, bound by an
+    `except ... as` (deleted when the handler ends) or declared global anywhere in the file."""
+    tree: ast.AST = scope
+    while parents.get(id(tree)) is not None:
+        tree = parents[id(tree)]
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Del):
+            return False
+        if isinstance(node, ast.ExceptHandler) and node.name == name:
+            return False
+        if isinstance(node, ast.Global | ast.Nonlocal) and name in node.names:
+            return False
+    body = scope.body
+    at = next((i for i, s in enumerate(body) if s is stmt), len(body))
+    return any(_binds_unconditionally(s, name) for s in body[:at])
+
+
+def _binds_unconditionally(stmt: ast.stmt, name: str) -> bool:
+    """Whether a top-level statement always binds `name` when it runs to its end."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return stmt.name == name
+    if isinstance(stmt, ast.Import | ast.ImportFrom):
+        return any((a.asname or a.name.split(".")[0]) == name for a in stmt.names if a.name != "*")
+    if isinstance(stmt, ast.Assign):
+        return any(isinstance(t, ast.Name) and t.id == name for t in stmt.targets)
+    if isinstance(stmt, ast.AnnAssign):
+        return stmt.value is not None and isinstance(stmt.target, ast.Name) and stmt.target.id == name
     return False
