@@ -245,6 +245,7 @@ class Bench:
         self.flip = False  # no pristine copy fits: perturb by in-place sign flips
         self._variants_used: set[int] = set()  # variants of the pristine inputs given out (_unseen_variant)
         self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
+        self.host_clock = time.process_time_ns  # host timing's clock (the trusted parent: its thread's)
         if not on_gpu:
             self._keep_pristine(in_bytes, out_bytes, 1)
             t0 = time.perf_counter()
@@ -454,7 +455,9 @@ class Bench:
         pool = getattr(self, "pool", None)
         after = self.keep if pool else None
         if self.device.type != "cuda":
-            timing = time_host(self.call, n, self.first_s, prepare=self.perturb, after=after)
+            timing = time_host(
+                self.call, n, self.first_s, prepare=self.perturb, after=after, clock=self.host_clock
+            )
         elif self.graph is None:
             samples = len(pool) if pool else 30  # one fresh input set per timed call
             timing = time_events(self.call, n, self.l2_bytes, samples, prepare=self.perturb, after=after)

@@ -196,22 +196,39 @@ def time_host(
     budget_s: float = 0.5,
     prepare: Callable[[int], None] | None = None,
     after: Callable[[int], None] | None = None,
+    clock: Callable[[], int] = time.process_time_ns,
 ) -> Timing:
     """Host timing (interpreter/CPU; never authoritative): the process's CPU time per call, which the
     parent can check against the worker's CPU time as the kernel accounts it (plausibility.py).
-    `prepare(i)` runs untimed before call i, `after(i)` untimed after it."""
+    `prepare(i)` runs untimed before call i, `after(i)` untimed after it. `clock`: the trusted parent
+    times the reference by its own thread's CPU time (`host_reference_timing`)."""
     reps = host_reps(first_call_s, budget_s)
     samples = []
     for i in range(reps):
         if prepare is not None:
             prepare(i)
-        t0 = time.process_time_ns()  # CPU time: a busy host's waits for a core do not count
+        t0 = clock()  # CPU time: a busy host's waits for a core do not count
         call(i % n_copies)
-        samples.append((time.process_time_ns() - t0) / 1e3)
+        samples.append((clock() - t0) / 1e3)
         if after is not None:
             after(i)
     med, spread = summarize(samples)
     return Timing(med, spread, samples, "host_interpreter")
+
+
+@contextlib.contextmanager
+def host_reference_timing() -> Iterator[Callable[[], int]]:
+    """The clock and threads for timing the reference on a host, in the trusted parent: one torch thread
+    (as the worker runs), timed by the calling thread's CPU time. The parent's process CPU time also
+    counts its other threads (intra-op threads spinning at their barriers, the service's own): red team
+    round 7 saw a batch-170 rmsnorm reference read 48 ms instead of ~0.25 ms on a busy 2-core host, with
+    no candidate running, and the figure was cached."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield time.thread_time_ns
+    finally:
+        torch.set_num_threads(threads)
 
 
 def _driver() -> Any:

@@ -15,6 +15,7 @@ from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest
 from .speed_of_light import FlopCounter
+from .timing import host_reference_timing
 
 
 class Reference:
@@ -116,7 +117,12 @@ class Reference:
                 l2_bytes,
                 regenerate=lambda: self.inputs(idx, bench_seed, 1.0),
             )
-        return self.benches[idx].measure()
+        bench = self.benches[idx]
+        if self.device.type == "cuda":
+            return bench.measure()
+        with host_reference_timing() as clock:
+            bench.host_clock = clock
+            return bench.measure()
 
     def release_benches(self) -> None:
         """Drop the reference's timing benches (their rotated copies and graphs): a long-lived parent
