@@ -69,7 +69,11 @@ COLD_BURST_COPIES = 256  # copies enough to outrun 3 x L2 alone for calls from ~
 CHEAP_REPLAY_US = 5000.0  # ... where a replay over them stays this short (fast calls only)
 WARMUP_CALLS = 8  # eager calls on the capture stream before capture (lazy init, autotuning)
 # What a reference timing measured with (refcache.py keys on it): a change of method is a new entry.
-TIMING_METHOD = "graph replays; copies outrun 3x the L2 where cheap (<= 256), else a flush before each"
+# keys cached reference timings (refcache.py): a change of method never reuses an old figure
+TIMING_METHOD = (
+    "graph replays; copies outrun 3x the L2 where cheap (<= 256), else a flush before each; "
+    "event fallback starts on an idle device; host reference on one thread, by its own CPU time"
+)
 
 
 def calls_per_replay(est_us: float, max_calls: int = MAX_CALLS) -> int:
