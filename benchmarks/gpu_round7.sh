@@ -8,6 +8,7 @@
 #   bash benchmarks/gpu_round7.sh side    adv_side_stream alone on each workload it passed, beside the honest kernel
 #   bash benchmarks/gpu_round7.sh final   the fallback's idle start, side streams, honest controls, every cheat
 #                                         through one warm service, round 7's honest candidates
+#   bash benchmarks/gpu_round7.sh verify  after the round-7b policy fixes: controls, cheats, fixtures, honest7
 # Output: $OUT/round7_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -65,7 +66,22 @@ final)
       [ -f "$k/kernel.py" ] && grep -q hidden_states "$k/kernel.py" && eval_rmsnorm "$k" \
       33bf737d-3b37-4e38-be80-ea39b4b46ae6 f0f508c3-e880-4ec8-b8be-1062db313d36; done'
   ;;
-*) echo "unknown call $CALL (probe, side or final)"; exit 2 ;;
+verify)
+  # after final: the source policy's round-7b changes, spotcheck's hold on fresh sets and the host
+  # reference clock: honest controls and side streams, every cheat through one warm service, every class
+  # and format fixture with its own reference, round 7's honest candidates
+  run adversarial 150 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
+      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
+  run classes 130 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  export -f eval_rmsnorm && export WORK
+  run honest7 100 bash -c 'for k in tests/tools/evaluator/harness/candidates/honest7_*; do
+      [ -f "$k/kernel.py" ] && grep -q hidden_states "$k/kernel.py" && eval_rmsnorm "$k" \
+      33bf737d-3b37-4e38-be80-ea39b4b46ae6 f0f508c3-e880-4ec8-b8be-1062db313d36; done'
+  ;;
+*) echo "unknown call $CALL (probe, side, final or verify)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done
