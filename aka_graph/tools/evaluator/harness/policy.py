@@ -257,6 +257,7 @@ def scan_source(source: str, filename: str) -> list[str]:
             isinstance(node, ast.Attribute)
             and node.attr in BANNED_ATTRIBUTES
             and not _type_name_read(node, parents)
+            and not _module_tree_walk(node, parents)
             and not (node.attr == "open" and read_only_open(parents.get(id(node)), node, aliases))
         ):
             flag(node, f"uses the attribute {node.attr!r}")
@@ -1138,6 +1139,20 @@ def read_only_open(call: ast.AST | None, func: ast.AST, aliases: dict[str, str] 
     return all(
         isinstance(m, ast.Constant) and isinstance(m.value, str) and set(m.value) <= READ_MODES and m.value
         for m in modes
+    )
+
+
+def _module_tree_walk(node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    """`self.modules()` / `model.modules()`: an nn.Module's walk over its submodules (a native Model
+    initialising its weights), called with no arguments; `sys.modules` is a dict, never called so, and
+    reaching `sys` through another module stays banned on its own."""
+    call = parents.get(id(node))
+    return (
+        node.attr == "modules"
+        and isinstance(call, ast.Call)
+        and call.func is node
+        and not call.args
+        and not call.keywords
     )
 
 

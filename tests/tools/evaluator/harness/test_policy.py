@@ -33,6 +33,10 @@ HONEST = {
         "import torch.nn.functional as F\nACT = 'relu'\nact = getattr(F, ACT)\n"
     ),
     "cudnn autotuning switched on": "import torch\ntorch.backends.cudnn.benchmark = True\n",
+    "an nn.Module's submodules walked": (
+        "import torch\nclass Model(torch.nn.Module):\n    def reset(self):\n"
+        "        for m in self.modules():\n            m.train(False)\n"
+    ),
 }
 
 CHEATS = {
@@ -61,6 +65,8 @@ CHEATS = {
     "every builtin by key": "x = __builtins__['open']('x', 'w')\n",
     "builtins as a default": "def f(b=__builtins__):\n    return b\n",
     "the module's loader": "L = __loader__\n",
+    "sys.modules through torch": "import torch\nM = torch.sys.modules\n",
+    "modules taken, not called": "import torch\nm = torch.nn.Module()\nf = m.modules\n",
     "another torch global": "import torch\ntorch.backends.cudnn.enabled = False\ntorch.testing.x = 1\n",
 }
 
