@@ -188,7 +188,10 @@ def _group_alive(pgid: int) -> bool:
 
 
 def _reap(pgid: int, attempts: int = 200) -> None:
-    """Wait until no process of the killed build's group is left, reaping the orphans we adopted."""
+    """Wait until no process of the killed build's group is left, reaping the orphans we adopted. The
+    group is killed again on every pass: a process forked while the first kill went through the group
+    (ninja starting a compiler) can miss it and live on (seen in CI: three compilers of a build stopped
+    at its time limit were still running)."""
     import time
 
     for _ in range(attempts):
@@ -197,6 +200,8 @@ def _reap(pgid: int, attempts: int = 200) -> None:
                 pass
         if not _group_alive(pgid):
             return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
         time.sleep(0.05)
 
 
