@@ -173,7 +173,11 @@ def _adopt_orphans() -> None:
         ctypes.CDLL("libc.so.6").prctl(36, 1, 0, 0, 0)
 
 
-def _group_alive(pgid: int) -> bool:
+def _session_members(sid: int) -> list[int]:
+    """Processes of the build's session (the builder is its leader, `start_new_session`). Not its process
+    group: ninja gives every command a group of its own (`setpgid`), so a kill of the builder's group
+    left the compilers running (seen in CI: `/bin/sh -c c++ ...`, `c++`, `cc1plus`)."""
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
@@ -182,26 +186,31 @@ def _group_alive(pgid: int) -> bool:
         except OSError:
             continue
         fields = stat[stat.rindex(")") + 2 :].split()
-        if int(fields[2]) == pgid:
-            return True
-    return False
+        if int(fields[3]) == sid and fields[0] != "Z":
+            found.append(int(entry.name))
+    return found
 
 
-def _reap(pgid: int, attempts: int = 200) -> None:
-    """Wait until no process of the killed build's group is left, reaping the orphans we adopted. The
-    group is killed again on every pass: a process forked while the first kill went through the group
-    (ninja starting a compiler) can miss it and live on (seen in CI: three compilers of a build stopped
-    at its time limit were still running)."""
+def _kill_session(sid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(sid, signal.SIGKILL)
+    for pid in _session_members(sid):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _reap(sid: int, attempts: int = 200) -> None:
+    """Kill, until none is left, every process of the stopped build's session, reaping the orphans we
+    adopted; killed again on every pass (a process forked while a kill went through can miss it)."""
     import time
 
     for _ in range(attempts):
         with contextlib.suppress(ChildProcessError):
             while os.waitpid(-1, os.WNOHANG)[0] > 0:
                 pass
-        if not _group_alive(pgid):
+        if not _session_members(sid):
             return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(pgid, signal.SIGKILL)
+        _kill_session(sid)
         time.sleep(0.05)
 
 
@@ -238,8 +247,7 @@ def run_build(plan: BuildPlan, work: Path, base_env: Mapping[str, str], timeout_
         try:
             code = proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
+            _kill_session(proc.pid)
             proc.wait()
             _reap(proc.pid)
             tail = trim(log_path.read_text(errors="replace"), (str(work / "src"),))
