@@ -106,23 +106,6 @@ def implausible(reported_us: float, estimate_us: float, reps: int, calls: int, t
     )
 
 
-def process_cpu_ns(pid: int) -> int | None:
-    """CPU time of every thread of `pid` (ns), as the kernel accounts it (/proc/<pid>/task/*/schedstat):
-    unlike wall time, it does not grow while the process waits for a core on a busy host."""
-    try:
-        tids = os.listdir(f"/proc/{pid}/task")
-    except OSError:
-        return None
-    total = 0
-    for tid in tids:
-        try:
-            with open(f"/proc/{pid}/task/{tid}/schedstat") as f:
-                total += int(f.read().split()[0])
-        except (OSError, ValueError, IndexError):
-            continue  # a thread that just exited
-    return total
-
-
 Clock = Callable[[], Any]  # CPU time (ns), or (precise, coarse) ns (proctree.tree_cpu_pair), or None
 
 

@@ -112,7 +112,10 @@ def process_cpu_ns(pid: int) -> int:
     """CPU time of a whole process (ns), threads that already exited included: its CPU-time clock
     (clock_getcpuclockid's MAKE_PROCESS_CPUCLOCK(pid, CPUCLOCK_SCHED)), readable for any process of ours.
     The live threads' schedstat sum where that clock cannot be read: a thread that exits takes its time
-    with it there (red team round 7: each call's work on a thread born and joined inside the call)."""
+    with it there (red team round 7: each call's work on a thread born and joined inside the call).
+    0 for no such process."""
+    if pid <= 0:
+        return 0  # ~pid would name the calling process's own clock
     try:
         return time.clock_gettime_ns(((~pid) << 3) | 2)
     except (OSError, OverflowError):
