@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from .bench import value_bytes
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .inputs import FP4X2, dtype_of, fp4x2_values
@@ -208,6 +209,8 @@ class Session:
         self.reference = Reference(self.op, self.device, fresh_seed())
         self.times["reference_loaded"] = time.perf_counter()
         self.sol: dict[int, SolBound] = {}
+        # a workload's inputs as one copy of them takes (bench.value_bytes), from its first reference seed
+        self.input_bytes: dict[int, int] = {}
         # what the reference itself does to its inputs is the operator's contract (trusted.py)
         probe = min(self.indices, key=lambda i: workload_elements(self.op, self.op.workloads[i]))
         self.contract = self.reference.contract(probe)
@@ -288,6 +291,8 @@ class Session:
         for n, (seed, scale, mix) in enumerate(self.seeds):
             inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
+            if n == 0:
+                self.input_bytes[idx] = value_bytes(inputs)
             result, flops = self.reference.outputs(
                 idx, inputs, count_flops=n == 0 and bound_it, rng_seed=seed
             )  # seeded as the candidate's call on this seed (a reference that draws random numbers)

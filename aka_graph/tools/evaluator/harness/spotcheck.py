@@ -13,7 +13,6 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from .bench import value_bytes
 from .memory import SMALL_BYTES, fresh_sets
 from .timing import timed_seed
 
@@ -75,8 +74,8 @@ def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
     where the sets are small enough that memory cannot have limited them, the parent holds it to the
     number `memory.fresh_sets` gives (code in the worker that edits its reply would otherwise switch
     this check off)."""
-    nbytes = value_bytes(session.reference.inputs(idx, session.bench_seed, 1.0))
-    if nbytes > HELD_BYTES:
+    nbytes = session.input_bytes.get(idx)  # recorded when the reference's inputs were drawn
+    if nbytes is None or nbytes > HELD_BYTES:
         return None  # the worker's free memory may have limited them: its count stands
     expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type)
     if size == expected:

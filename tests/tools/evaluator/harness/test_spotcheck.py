@@ -19,9 +19,7 @@ from aka_graph.tools.evaluator.harness.spotcheck import HELD_BYTES, pool_shortfa
 
 
 def _session(nbytes: int, device: str = "cpu") -> SimpleNamespace:
-    inputs = [torch.zeros(nbytes // 4, dtype=torch.float32), 1e-5]
-    reference = SimpleNamespace(inputs=lambda idx, seed, scale: inputs)
-    return SimpleNamespace(reference=reference, bench_seed=7, device=torch.device(device))
+    return SimpleNamespace(input_bytes={0: nbytes}, device=torch.device(device))
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -35,3 +33,4 @@ def test_small_inputs_are_held_to_one_fresh_set_per_timed_call(device: str) -> N
 
 def test_inputs_large_enough_for_memory_to_limit_them_keep_the_workers_count() -> None:
     assert pool_shortfall(_session(2 * HELD_BYTES), 0, 0) is None
+    assert pool_shortfall(_session(64 << 10), 1, 0) is None  # a workload whose inputs were never drawn
