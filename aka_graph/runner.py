@@ -2,8 +2,8 @@
 
 `<workspace>/checkpoints/campaign.sqlite` holds every campaign under `--workspace`, one thread each (thread
 id = the campaign directory name), written with durability "sync" so a `kill -9` loses at most the node
-that was running. Re-running the same command resumes (the thread has pending `next` nodes); a finished
-thread just reports. `stop` asks a running campaign to end via a request file plus SIGTERM.
+that was running. Re-running the same command resumes an interrupted thread; a finished one just reports
+(`thread_phase` tells them apart). `stop` asks a running campaign to end via a request file plus SIGTERM.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from aka_graph.state import (
     CampaignInput,
 )
 from aka_graph.target import CampaignTarget, resolve_target
+from aka_graph.thread_phase import resume_point, thread_phase
 from aka_graph.tools.evaluator.warm import stop_for as stop_warm_evaluators
 from aka_graph.tools.records.privacy import PrivacyViolation
 from aka_graph.tools.records.workspace import clear_stale_git_locks
@@ -216,17 +217,18 @@ def run_campaign(
                 + "; ".join(_differences(previous, config))
                 + "): run `python -m aka_graph resume` to continue it as it was, or use another --workspace"
             )
-        if snapshot.values and not snapshot.next:
+        phase = thread_phase(snapshot)
+        if phase == "finished":
             progress.log(f"campaign {tid} already finished: {snapshot.values.get('stop_reason')}")
             return RunOutcome(tid, "already-finished", dict(snapshot.values), resumed=False)
-        resumed = bool(snapshot.next)
+        resumed = phase == "interrupted"
         if resumed:  # the progress lines start from what the campaign already spent and kept
             progress.resume_from(snapshot.values)
         for backend in (ctx.agent, *ctx.reviewers.values()):  # fail before any work, naming the fix
             backend.check_ready()
         progress.log(
             f"{'resuming' if resumed else 'starting'} campaign {tid}"
-            + (f" at {', '.join(snapshot.next)}" if resumed else "")
+            + (f" at {resume_point(snapshot)}" if resumed else "")
         )
         return _drive(
             compiled,

@@ -27,6 +27,8 @@ sys.path.insert(0, str(NODES_DIR))
 from campaign_fakes import write_fake_operator  # noqa: E402
 
 from aka_graph.commands.status import campaign_status  # noqa: E402
+from aka_graph.runner import compile_graph, open_checkpointer, thread_config  # noqa: E402
+from aka_graph.thread_phase import resume_point  # noqa: E402
 
 VOLATILE = {"created_at", "updated_at", "recorded_at", "id", "commit"}
 ARGS = [
@@ -265,6 +267,61 @@ def test_kill_9_in_any_node_then_rerun_gives_the_uninterrupted_records(
     final = records(tmp_path)
     assert_every_charged_token_counted_once(kill_at, killed, resumed, final["tokens"])
     assert final == uninterrupted
+
+
+def drop_the_newest_checkpoint(workspace: Path) -> None:
+    """Turn the checkpoint database into the one a `kill -9` leaves between a node's end and its step's
+    checkpoint: LangGraph saved the node's writes (against the checkpoint before it) at once, and the step's
+    checkpoint would have come next. Run on a campaign killed inside the following node, whose own
+    checkpoint (the newest) is exactly the one that never got written."""
+    db = sqlite3.connect(workspace / "checkpoints" / "campaign.sqlite")
+    with db:
+        (newest,) = db.execute(
+            "select checkpoint_id from checkpoints where checkpoint_ns = '' "
+            "order by checkpoint_id desc limit 1"
+        ).fetchone()
+        db.execute("delete from checkpoints where checkpoint_ns = '' and checkpoint_id = ?", [newest])
+        db.execute("delete from writes where checkpoint_ns = '' and checkpoint_id = ?", [newest])
+    db.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kill_at", "finished_node"),
+    [("baseline_v0:evaluated:1", "preprocess"), ("evaluate:evaluated:3", "implement")],
+)
+def test_kill_9_between_a_nodes_end_and_its_checkpoint_resumes_without_rerunning_the_node(
+    tmp_path: Path,
+    uninterrupted: dict[str, Any],
+    uninterrupted_log: list[dict[str, Any]],
+    kill_at: str,
+    finished_node: str,
+) -> None:
+    """The latest checkpoint's `next` is empty then (its only task has its writes): the campaign is still
+    interrupted, not finished, and the resumed run applies those writes instead of running the node (or its
+    agent turn) again."""
+    args = campaign_args(tmp_path)
+    killed = run_cli(
+        tmp_path,
+        *args,
+        env_extra={"AKA_FAKE_KILL_AT": kill_at, "AKA_FAKE_AGENT_LOG": str(tmp_path / "killed.log")},
+    )
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    drop_the_newest_checkpoint(tmp_path / "ws")
+    (status,) = campaign_status(tmp_path / "ws")
+    assert status["state"] == "interrupted" and status["next"] == [], status
+    with open_checkpointer(tmp_path / "ws") as saver:
+        snapshot = compile_graph(saver).get_state(thread_config(status["campaign"]))
+    assert resume_point(snapshot) == f"the end of {finished_node}"
+
+    resumed = run_cli(tmp_path, *args, env_extra={"AKA_FAKE_AGENT_LOG": str(tmp_path / "resumed.log")})
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    killed_turns, resumed_turns = turns(agent_log(tmp_path / "killed.log")), turns(
+        agent_log(tmp_path / "resumed.log")
+    )
+    assert not set(killed_turns) & set(resumed_turns), "a finished agent turn ran again"
+    assert Counter(killed_turns) + Counter(resumed_turns) == Counter(turns(uninterrupted_log))
+    assert records(tmp_path) == uninterrupted
 
 
 @pytest.mark.slow

@@ -22,6 +22,7 @@ def pid_alive(pid_file: Path) -> int | None:
 
 def campaign_status(workspace: Path) -> list[dict[str, Any]]:
     from aka_graph.runner import compile_graph, control_path, list_threads, open_checkpointer, thread_config
+    from aka_graph.thread_phase import thread_phase
     from aka_graph.tools.records.memory import read_live, read_version_records
 
     rows: list[dict[str, Any]] = []
@@ -42,7 +43,7 @@ def campaign_status(workspace: Path) -> list[dict[str, Any]]:
             rows.append(
                 {
                     "campaign": tid,
-                    "state": "running" if pid else ("finished" if not snap.next else "interrupted"),
+                    "state": "running" if pid else thread_phase(snap),
                     "pid": pid,
                     "next": list(snap.next),
                     "episode": values.get("episode"),

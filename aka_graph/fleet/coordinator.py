@@ -30,6 +30,7 @@ from aka_graph.fleet.gpu_leases import GpuLeases
 from aka_graph.fleet.hosts import HostSpec
 from aka_graph.fleet.pool import PoolSandbox, SandboxCache
 from aka_graph.fleet.registry import CampaignLease, Registry
+from aka_graph.thread_phase import resume_point, thread_phase
 from aka_graph.tools.records.ledger import DATABASE_URL_ENV
 from aka_graph.tools.records.workspace import clear_stale_git_locks
 
@@ -180,11 +181,15 @@ class Coordinator:
         ctx = dataclasses.replace(self.context_factory(config), sandbox=sandbox)
         cfg = thread_config(campaign_thread_id(cid))
         snapshot = compiled.get_state(cfg)
-        if snapshot.values and not snapshot.next:
+        phase = thread_phase(snapshot)
+        if phase == "finished":
             self.registry.end(cid, holder, "finished", **summarize(snapshot.values))
             return "finished"
-        log.info("%s campaign %s", "resuming" if snapshot.next else "starting", cid)
-        graph_input = None if snapshot.next else CampaignInput(config=config)
+        if phase == "interrupted":
+            log.info("resuming campaign %s at %s", cid, resume_point(snapshot))
+        else:
+            log.info("starting campaign %s", cid)
+        graph_input = None if phase == "interrupted" else CampaignInput(config=config)
         progress = Progress()
         for mode, payload in compiled.stream(
             graph_input, cfg, context=ctx, durability="sync", stream_mode=["updates", "values"]
