@@ -171,21 +171,31 @@ class CampaignWorkspace:
             raise WorkspaceError(
                 f"{root} exists and is not an aka_graph campaign (no {MARKER}): "
                 "move it away or choose another --workspace")
-        root.mkdir(parents=True, exist_ok=True)
-        repo = git.Repo.init(root, initial_branch=CAMPAIGN_BRANCH)
+        cls._create(root, identity)
+        return cls(root, identity)
+
+    @classmethod
+    def _create(cls, root: Path, identity: dict[str, object]) -> None:
+        """Build the repository and its first commit beside `root`, then rename it into place: a process
+        killed half-way leaves only the staging directory (redone next time), never a marked workspace
+        without its first commit or a bare `.git` that `open_or_create` would refuse as foreign."""
+        staging = root.with_name(f".{root.name}.creating")
+        shutil.rmtree(staging, ignore_errors=True)
+        staging.mkdir(parents=True)
+        repo = git.Repo.init(staging, initial_branch=CAMPAIGN_BRANCH)
         with repo.config_writer() as cw:
             cw.set_value("user", "name", AUTHOR_NAME)
             cw.set_value("user", "email", AUTHOR_EMAIL)
             cw.set_value("commit", "gpgsign", "false")
         for d in ("op", "memory", "plans", "profiles"):
-            (root / d).mkdir(exist_ok=True)
-            (root / d / ".gitkeep").touch()
-        (root / ".gitignore").write_text(GITIGNORE)
-        marker.write_text(json.dumps(identity, indent=2) + "\n")
-        ws = cls(root, identity)
-        ws.commit([".gitignore", MARKER, "op", "memory", "plans", "profiles"],
-                  f"Campaign {root.name}: workspace created")
-        return ws
+            (staging / d).mkdir(exist_ok=True)
+            (staging / d / ".gitkeep").touch()
+        (staging / ".gitignore").write_text(GITIGNORE)
+        (staging / MARKER).write_text(json.dumps(identity, indent=2) + "\n")
+        cls(staging, identity).commit([".gitignore", MARKER, "op", "memory", "plans", "profiles"],
+                                      f"Campaign {root.name}: workspace created")
+        repo.close()
+        staging.rename(root)  # atomic; `root`, if it exists, is empty (checked above)
 
     @classmethod
     def reopen(cls, root: Path) -> CampaignWorkspace:

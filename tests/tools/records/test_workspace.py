@@ -227,3 +227,29 @@ def test_git_locks_left_by_a_killed_runner_are_cleared_so_a_resume_can_commit(tm
         ws.commit(["kernel.py"], "blocked by the stale lock")
     assert clear_stale_git_locks(ws.root) == [".git/index.lock"]
     assert ws.commit(["kernel.py"], "after the lock is gone")
+
+
+def test_a_creation_killed_half_way_leaves_no_workspace_and_the_next_run_creates_it_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Killed between `git init` and the first commit (seen in a fleet takeover), the next run must not meet
+    a marked repository without its first commit, nor a bare `.git` it would refuse as foreign."""
+
+    class Killed(BaseException):
+        pass
+
+    def killed_in_the_first_commit(self: CampaignWorkspace, paths: list[str], message: str) -> str:
+        raise Killed
+
+    with monkeypatch.context() as patch:
+        patch.setattr(CampaignWorkspace, "commit", killed_in_the_first_commit)
+        with pytest.raises(Killed):
+            CampaignWorkspace.open_or_create(tmp_path, "op", "triton", "cpu", False)
+    leftover = [p.name for p in tmp_path.iterdir()]
+    assert leftover == [".kernel_opt_op_triton_cpu.creating"]  # only the staging directory
+
+    ws = CampaignWorkspace.open_or_create(tmp_path, "op", "triton", "cpu", False)
+    history = [str(c.message).strip() for c in ws.repo.iter_commits()]
+    assert history == ["Campaign kernel_opt_op_triton_cpu: workspace created"]
+    assert not ws.repo.is_dirty(untracked_files=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["kernel_opt_op_triton_cpu"]
