@@ -97,7 +97,7 @@ def test_a_production_campaign_leaks_no_private_shape_anywhere(tmp_path: Path) -
     assert records[2].objective < records[1].objective
     # the records the agent reads name workloads by opaque ids only, and the same ones every time
     opaque = {p.id for p in records[0].performance}
-    assert len(opaque) == 3 and all(re.fullmatch(r"w_[0-9a-f]{12}", i) for i in opaque)
+    assert len(opaque) == 3 and all(re.fullmatch(r"w_[a-z]{12}", i) for i in opaque)
     assert {p.id for p in records[2].performance} == opaque
     mapping_file = workspace / "checkpoints" / f"{CAMPAIGN}.private" / "opaque_ids.json"
     assert set(json.loads(mapping_file.read_text())) == set(PRIVATE_IDS)

@@ -110,7 +110,7 @@ def test_a_production_command_task_campaign_leaks_no_private_case(tmp_path: Path
 
     # the records name the scored case by an opaque id, the same one every time
     opaque = {p.id for r in records for p in r.performance}
-    assert len(opaque) == 1 and re.fullmatch(r"w_[0-9a-f]{12}", opaque.pop())
+    assert len(opaque) == 1 and re.fullmatch(r"w_[a-z]{12}", opaque.pop())
     mapping = workspace / "checkpoints" / f"{CAMPAIGN}.private" / "opaque_ids.json"
     assert set(json.loads(mapping.read_text())) == set(PRIVATE_IDS)
     assert stat.S_IMODE(mapping.stat().st_mode) == 0o600

@@ -20,6 +20,7 @@ import os
 import re
 import secrets
 import shutil
+import string
 import subprocess
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -31,6 +32,7 @@ from aka_graph.tools.evaluator.evaluation_result import EvaluationResult, Worklo
 
 SHAPES_FILE = "shapes.json"
 OPAQUE_PREFIX = "w_"
+OPAQUE_LETTERS = 12  # 26**12 ids: about 56 bits
 IDS_FILE = "opaque_ids.json"
 WITHHELD = "details withheld: private shapes"
 # Numbers below this, powers of two and multiples of 64 are everywhere in kernels, dates and counters:
@@ -118,9 +120,9 @@ class OpaqueIds:
         mapping: dict[str, str] = json.loads(path.read_text()) if path.is_file() else {}
         missing = [i for i in private_ids if i not in mapping]
         for private in missing:
-            opaque = OPAQUE_PREFIX + secrets.token_hex(6)
+            opaque = _draw_opaque()
             while opaque in mapping.values():
-                opaque = OPAQUE_PREFIX + secrets.token_hex(6)
+                opaque = _draw_opaque()
             mapping[private] = opaque
         if missing or not path.is_file():
             _write_private(path, json.dumps(mapping, indent=2, sort_keys=True) + "\n")
@@ -134,6 +136,12 @@ class OpaqueIds:
         for private, opaque in sorted(self.mapping.items(), key=lambda kv: -len(kv[0])):
             text = _bounded(private).sub(opaque, text)
         return text
+
+
+def _draw_opaque() -> str:
+    """A fresh random id of letters only: with no digit in it, no shape number can ever show up inside one
+    (a hex id such as `w_c71237a5e3fb` reads as a leak of a hidden size 1237, to people and to checks)."""
+    return OPAQUE_PREFIX + "".join(secrets.choice(string.ascii_lowercase) for _ in range(OPAQUE_LETTERS))
 
 
 def _write_private(path: Path, text: str) -> None:
