@@ -162,6 +162,9 @@ def start_sshd(home: Path) -> Sshd:
         f"AuthorizedKeysFile {authorized}\nPermitRootLogin prohibit-password\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nMaxSessions 50\nMaxStartups 50\n"
         "LogLevel ERROR\nSubsystem sftp internal-sftp\n"
+        # bash, started by sshd, sources ~/.bashrc only in a top-level shell: SHLVL=1 keeps this machine's
+        # dotfiles out of the fake host (a pyenv lock left by a killed login stalled every login 60 s in CI)
+        "SetEnv SHLVL=1\n"
     )
     known_hosts = home / "known_hosts"
     known_hosts.write_text(f"[127.0.0.1]:{port} {(home / 'host_ed25519.pub').read_text()}")
