@@ -12,6 +12,7 @@ Layout of `kernel_opt_<op>_<framework>_<platform>[_production]/` (the campaign b
 
 from __future__ import annotations
 
+import contextlib
 import fnmatch
 import hashlib
 import json
@@ -328,16 +329,14 @@ class CampaignWorkspace:
         """Branch `episode/<n>` from the campaign head + its worktree; on resume, reuse and reset it."""
         branch, path = self.episode_branch(n), self.episode_path(n)
         self.repo.git.worktree("prune")
-        registered = self._registered_worktrees()
-        if path.resolve() in registered:
+        if self._usable_worktree(path):
             wt = git.Repo(path)
             wt.git.checkout("-q", "-f", branch)
             wt.git.reset("-q", "--hard", branch)
             wt.git.clean("-q", "-fd")
             self._mirror_skill_links(path)
             return path
-        if path.exists():
-            shutil.rmtree(path)
+        self._discard_worktree(path)
         path.parent.mkdir(parents=True, exist_ok=True)
         if branch in [h.name for h in self.repo.heads]:
             self.repo.git.worktree("add", "-q", str(path), branch)
@@ -363,19 +362,45 @@ class CampaignWorkspace:
                 elif entry.is_dir():
                     shutil.copytree(entry, link)
 
+    def _worktree_entries(self) -> dict[Path, list[str]]:
+        """Each registered worktree's `git worktree list --porcelain` lines (HEAD, branch, locked, ...)."""
+        entries: dict[Path, list[str]] = {}
+        current: list[str] = []
+        for line in self.repo.git.worktree("list", "--porcelain").splitlines():
+            if line.startswith("worktree "):
+                current = entries.setdefault(Path(line.split(" ", 1)[1]).resolve(), [])
+            elif line:
+                current.append(line)
+        return entries
+
     def _registered_worktrees(self) -> set[Path]:
-        out = self.repo.git.worktree("list", "--porcelain")
-        return {Path(line.split(" ", 1)[1]).resolve() for line in out.splitlines()
-                if line.startswith("worktree ")}
+        return set(self._worktree_entries())
+
+    def _usable_worktree(self, path: Path) -> bool:
+        """A registered worktree git can open. Not one a kill left half-made: `git worktree add` locks
+        its new worktree ("initializing") until the checkout is done, and may not have written its `.git`
+        file yet (a resumed plan_episode failed on both)."""
+        entry = self._worktree_entries().get(path.resolve())
+        if entry is None or any(line.startswith("locked") for line in entry):
+            return False
+        try:
+            git.Repo(path).head.commit  # noqa: B018 - raises if there is no checkout to resume in
+        except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+            return False
+        return True
+
+    def _discard_worktree(self, path: Path) -> None:
+        """Remove a worktree in whatever state it is: locked, without its `.git` file, or unregistered."""
+        if path.resolve() in self._registered_worktrees():
+            with contextlib.suppress(git.GitCommandError):
+                self.repo.git.worktree("unlock", str(path))  # (prune skips a locked worktree)
+        if path.exists():
+            shutil.rmtree(path)
+        self.repo.git.worktree("prune")
 
     def remove_episode(self, n: int, delete_branch: bool = False) -> None:
         """Remove the episode's worktree (its branch, the history of its trials, is kept by default)."""
-        path = self.episode_path(n)
-        if path.resolve() in self._registered_worktrees():
-            self.repo.git.worktree("remove", "--force", str(path))
-        elif path.exists():
-            shutil.rmtree(path)
-        self.repo.git.worktree("prune")
+        self._discard_worktree(self.episode_path(n))
         if delete_branch and self.episode_branch(n) in [h.name for h in self.repo.heads]:
             self.repo.git.branch("-D", self.episode_branch(n))
 

@@ -129,6 +129,32 @@ def test_episode_worktree_and_resume_resets_it(tmp_path: Path, sol_fixtures: Pat
     assert not (path / "stray.txt").exists()
 
 
+@pytest.mark.parametrize("left", ["locked", "locked_without_git_file", "without_git_file"])
+def test_a_worktree_add_killed_half_way_is_redone_and_can_be_removed(
+    tmp_path: Path, sol_fixtures: Path, left: str
+) -> None:
+    """`git worktree add` locks the new worktree ("initializing") until its checkout is done and writes its
+    `.git` file on the way: a campaign killed inside it left a worktree a resumed plan_episode could not
+    open, and promote could not remove (both seen by benchmarks/kill_anywhere.py)."""
+    ws = _ws(tmp_path)
+    _with_v0(ws, sol_fixtures)
+    path = ws.create_episode(1)
+    if left.startswith("locked"):
+        ws.repo.git.worktree("lock", "--reason", "initializing", str(path))
+    if left.endswith("without_git_file"):
+        (path / ".git").unlink()
+        (path / "kernel.py").unlink()
+    assert ws.create_episode(1) == path
+    assert git.Repo(path).active_branch.name == "episode/1"
+    assert (path / "kernel.py").read_text() == "def run(x):\n    return x\n"
+    assert "locked" not in ws.repo.git.worktree("list", "--porcelain")
+    if left.startswith("locked"):
+        ws.repo.git.worktree("lock", "--reason", "initializing", str(path))
+    ws.remove_episode(1)
+    assert not path.exists() and path.resolve() not in ws._registered_worktrees()
+    assert "episode/1" in [h.name for h in ws.repo.heads]  # the trials' history stays
+
+
 def test_candidate_diff_classifies_editable_evidence_forbidden(tmp_path: Path, sol_fixtures: Path) -> None:
     ws = _ws(tmp_path)
     _with_v0(ws, sol_fixtures)
