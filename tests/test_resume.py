@@ -325,6 +325,29 @@ def test_kill_9_between_a_nodes_end_and_its_checkpoint_resumes_without_rerunning
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize(
+    ("kill_at", "record"),
+    [("baseline_v0:evaluated:1", "memory/v0.json"), ("framework_baseline_v1:recorded:1", "memory/v1.json")],
+)
+def test_kill_9_between_writing_a_version_record_and_committing_it(
+    tmp_path: Path, uninterrupted: dict[str, Any], kill_at: str, record: str
+) -> None:
+    """The node reads a written record back instead of redoing its work; it must still commit it (the
+    resumed history lacked "V0 record: ..." when benchmarks/kill_anywhere.py killed it there)."""
+    args = campaign_args(tmp_path)
+    killed = run_cli(tmp_path, *args, env_extra={"AKA_FAKE_KILL_AT": kill_at})
+    assert killed.returncode == -signal.SIGKILL, killed.stderr[-2000:]
+    (root,) = [p for p in (tmp_path / "ws").iterdir() if p.name.startswith("kernel_opt_")]
+    git = lambda *a: subprocess.run(["git", *a], cwd=root, check=True, capture_output=True)  # noqa: E731
+    assert git("log", "-1", "--format=%s").stdout.decode().startswith(("V0 record", "V1 record"))
+    git("reset", "-q", "--soft", "HEAD~1")  # the record written, the commit never made
+    git("reset", "-q", "HEAD", "--", record)
+    resumed = run_cli(tmp_path, *args)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert records(tmp_path) == uninterrupted
+
+
+@pytest.mark.slow
 def test_kill_9_while_awaiting_the_environment_resumes_the_interrupted_evaluation(
     tmp_path: Path, uninterrupted: dict[str, Any], uninterrupted_log: list[dict[str, Any]]
 ) -> None:

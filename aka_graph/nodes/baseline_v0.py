@@ -54,6 +54,12 @@ def write_reference_kernel(op_dir: Path, op_format: str, dest: Path) -> None:
         (dest / "kernel.py").write_text((op_dir / "reference.py").read_text())
 
 
+def v0_record_message(record: VersionRecord) -> str:
+    """The commit message of memory/v0.json, from the record alone (a resumed run commits it too)."""
+    status = record.correctness.status if record.correctness else record.decision
+    return f"V0 record: {status}, objective {record.objective}"
+
+
 def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     ws = workspace_of(ctx, state)
@@ -61,6 +67,7 @@ def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict
     frozen = ws.layout.frozen_version(0)
     if version_path(ws.root, 0).is_file():  # finished before a crash: read back, do not redo
         record = next(r for r in read_version_records(ws.root) if r.version == 0)
+        ws.commit(["memory/v0.json"], v0_record_message(record))  # a kill may have come before the commit
         incumbent = incumbent_from_record(record, frozen) if record.decision == "baseline" else None
         return {"incumbent": incumbent, "next_version": 1, "blocked": None}
     update_live(ws, state, "baseline_v0", "evaluating the reference (V0)")
@@ -95,7 +102,7 @@ def baseline_v0(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict
         reason="the verbatim reference" if passed else f"the reference itself failed: {result.message}",
     )
     write_version_record(ws.root, 0, record)
-    ws.commit(["memory/v0.json"], f"V0 record: {result.status}, objective {result.summary.objective}")
+    ws.commit(["memory/v0.json"], v0_record_message(record))
     emit(runtime, ctx, "baseline_v0", "evaluated", status=result.status, objective=result.summary.objective)
     incumbent = incumbent_from_record(record, frozen) if passed else None
     return {"incumbent": incumbent, "next_version": 1, "blocked": None}

@@ -49,6 +49,11 @@ def v0_latencies(ws_root: Path) -> dict[str, float]:
     return {p.id: p.latency_us for p in records[0].performance if p.latency_us} if records else {}
 
 
+def v1_record_message(record: VersionRecord) -> str:
+    """The commit message of V1's record, from the record alone (a resumed run commits it too)."""
+    return f"V1 record: {record.decision}"
+
+
 def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext]) -> dict[str, Any]:
     ctx = ctx_of(runtime, state)
     config = state.config
@@ -62,6 +67,8 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
     counted = state.blocked is not None and state.blocked.node == "framework_baseline_v1"
     if version_path(ws.root, version).is_file():  # crashed after recording: read back, count the turn once
         record = next(r for r in read_version_records(ws.root) if r.version == version)
+        # a kill may have come between writing the record and committing it
+        ws.commit([f"memory/v{version}.json"], v1_record_message(record))
         done = json.loads(marker.read_text()) if marker.is_file() and not counted else {}
         # V1's policy review ran after any blocked return, in the interrupted run: never counted yet
         review = recorded_review(ledger, V1_EPISODE, 1, record.kernel_sha256)
@@ -206,7 +213,7 @@ def framework_baseline_v1(state: CampaignState, runtime: Runtime[CampaignContext
             ),
         )
     write_version_record(ws.root, version, record)
-    ws.commit([f"memory/v{version}.json"], f"V1 record: {record.decision}")
+    ws.commit([f"memory/v{version}.json"], v1_record_message(record))
     emit(
         runtime,
         ctx,
