@@ -26,7 +26,7 @@ from .policy import scan_kernel_dir
 from .protocol import ChannelTimeout, ProtocolError
 from .runner import digest
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
-from .subset import representative, workload_elements
+from .subset import has_empty_tensor, representative, workload_elements
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
 
@@ -211,8 +211,16 @@ class Session:
         self.sol: dict[int, SolBound] = {}
         # a workload's inputs as one copy of them takes (bench.value_bytes), from its first reference seed
         self.input_bytes: dict[int, int] = {}
-        # what the reference itself does to its inputs is the operator's contract (trusted.py)
-        probe = min(self.indices, key=lambda i: workload_elements(self.op, self.op.workloads[i]))
+        # what the reference itself does to its inputs is the operator's contract (trusted.py), probed on
+        # the smallest workload without an empty tensor: on an empty step (no new tokens) an in-place
+        # update, an aliased return and random draws all look like nothing, and were then judged so
+        probe = min(
+            self.indices,
+            key=lambda i: (
+                has_empty_tensor(self.op, self.op.workloads[i]),
+                workload_elements(self.op, self.op.workloads[i]),
+            ),
+        )
         self.contract = self.reference.contract(probe)
         self.times["contract_probed"] = time.perf_counter()
         self.seeds: list[tuple[int, float, int | None]] = []

@@ -18,13 +18,13 @@ CPU_WORK_CAP_ELEMENTS = 1 << 21  # input + output elements of one workload (~2 M
 CPU_MAX_WORKLOADS = 3
 
 
-def workload_elements(op: Operator, wl: Workload) -> int:
-    """Input + output elements of a workload (SOL: from its axes; native: the product of the integer
-    input kwargs, a proxy of the same order)."""
+def _tensor_sizes(op: Operator, wl: Workload) -> list[int]:
+    """Elements of each tensor of a workload (SOL: each input and output from its axes; native: one
+    figure, the product of the integer input kwargs, a proxy of the same order)."""
     if op.kind != "sol":
         ints = [v for v in wl.input_kwargs.values() if isinstance(v, int) and not isinstance(v, bool)]
-        return math.prod(ints) if ints else 0
-    total = 0
+        return [math.prod(ints)] if ints else []
+    sizes = []
     for spec in [*op.inputs, *op.outputs]:
         if spec.shape is None:
             continue
@@ -32,8 +32,19 @@ def workload_elements(op: Operator, wl: Workload) -> int:
             d if isinstance(d, int) else wl.axes.get(str(d), int(d) if str(d).isdigit() else 0)
             for d in spec.shape
         ]
-        total += math.prod(dims)
-    return total
+        sizes.append(math.prod(dims))
+    return sizes
+
+
+def workload_elements(op: Operator, wl: Workload) -> int:
+    """Input + output elements of a workload."""
+    return sum(_tensor_sizes(op, wl))
+
+
+def has_empty_tensor(op: Operator, wl: Workload) -> bool:
+    """Whether some input or output of the workload has no elements (a serving step with no new tokens):
+    a call there shows nothing of what the operator does to its tensors."""
+    return any(size == 0 for size in _tensor_sizes(op, wl))
 
 
 @dataclass(frozen=True)

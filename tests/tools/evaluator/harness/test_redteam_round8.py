@@ -6,6 +6,13 @@
   after the timed calls, and only the first output on the timed calls. The parent's after-the-fact check
   of timed calls compared `want[:len(got)]`: as many outputs as the call handed back. It PASSed when
   found; the check now compares every output the reference returns (spotcheck.py, graphcheck.py).
+- redteam8_skip_cache_write (found by the round-8 false-alarm hunt): a paged KV-cache write whose
+  workloads include an empty serving step (T = 0). The reference's in-place contract was probed on the
+  smallest workload, that empty step, where the reference writes nothing: the cache was not compared, a
+  candidate that never writes it PASSed, and an honest one that does was called REWARD_HACK ("input 1 was
+  modified"). A dropout operator with an empty batch was judged not random the same way, and its own
+  reference was then REWARD_HACK on re-validation. The contract is now probed on the smallest workload
+  without an empty tensor (session.py, subset.has_empty_tensor).
 """
 
 from __future__ import annotations
@@ -16,7 +23,10 @@ import pytest
 
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, describe, run_harness
 
-TWO_OUTPUTS = Path(__file__).resolve().parents[3] / "fixtures" / "native_two_outputs"
+FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
+TWO_OUTPUTS = FIXTURES / "native_two_outputs"
+KV_CACHE = FIXTURES / "sol" / "r8_kv_cache_empty_step"
+DROPOUT = FIXTURES / "sol" / "r8_dropout_empty_batch"
 
 
 @pytest.mark.slow
@@ -32,3 +42,25 @@ def test_the_honest_two_output_model_passes(tmp_path: Path) -> None:
     result = run_harness(tmp_path, TWO_OUTPUTS, CANDIDATES / "honest8_two_outputs", None)
     assert result["status"] == "PASS", describe(result)
     assert all(w["status"] == "PASS" for w in result["workloads"]), describe(result)
+
+
+@pytest.mark.slow
+def test_a_skipped_cache_write_is_caught_though_the_smallest_workload_is_an_empty_step(
+    tmp_path: Path,
+) -> None:
+    result = run_harness(tmp_path, KV_CACHE, CANDIDATES / "redteam8_skip_cache_write", None)
+    assert result["status"] == "INCORRECT", describe(result)
+    assert "key_cache (updated in place)" in result["message"], describe(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("operator", "candidate"),
+    [(KV_CACHE, "honest8_kv_cache_index_copy"), (DROPOUT, "honest8_dropout_reference")],
+)
+def test_operators_with_an_empty_workload_pass_honest_kernels(
+    tmp_path: Path, operator: Path, candidate: str
+) -> None:
+    result = run_harness(tmp_path, operator, CANDIDATES / candidate, None)
+    assert result["status"] == "PASS", describe(result)
+    assert len(result["workloads"]) == 3 and all(w["status"] == "PASS" for w in result["workloads"])
