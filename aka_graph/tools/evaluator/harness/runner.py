@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -68,15 +69,24 @@ class KernelRunner:
 
     def _normalized(self, r: Any) -> Any:
         """A returned tensor as SOL's normalize_outputs takes it: on the device (a reference may build a
-        small output on the host, `torch.tensor(n)`), outside autograd. Anything else is left for the
-        guards to judge (lazy or meta tensors, subclasses)."""
+        small output on the host, `torch.tensor(n)`), outside autograd. A numpy scalar (a reduction done
+        in numpy: `np.float64`) becomes the Python value it holds, as SOL takes any scalar. Anything else
+        is left for the guards to judge (lazy or meta tensors, subclasses)."""
         if type(r) is not torch.Tensor:
+            if type(r) in _numpy_scalar_types():  # an exact type: never a subclass the kernel defined
+                return r.item()
             return r
         if r.requires_grad:
             r = r.detach()
         if r.device.type == "cpu" and self.device.type != "cpu" and r.layout == torch.strided:
             r = r.to(self.device)
         return r
+
+
+def _numpy_scalar_types() -> frozenset[type]:
+    """numpy's scalar types, if the kernel's process has numpy loaded (the harness never imports it)."""
+    numpy = sys.modules.get("numpy")
+    return frozenset(numpy.sctypeDict.values()) if numpy is not None else frozenset()
 
 
 def expanded_dims(t: torch.Tensor) -> list[int]:

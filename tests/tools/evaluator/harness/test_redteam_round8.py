@@ -64,3 +64,14 @@ def test_operators_with_an_empty_workload_pass_honest_kernels(
     result = run_harness(tmp_path, operator, CANDIDATES / candidate, None)
     assert result["status"] == "PASS", describe(result)
     assert len(result["workloads"]) == 3 and all(w["status"] == "PASS" for w in result["workloads"])
+
+
+@pytest.mark.slow
+def test_a_numpy_scalar_output_is_taken_as_its_value(tmp_path: Path) -> None:
+    """SOL's normalize_outputs takes a numpy scalar like any number; it was REWARD_HACK ("output 0 is a
+    numpy.float64, not a plain torch.Tensor"). runner.KernelRunner._normalized now turns numpy's own
+    scalar types (exact types: a subclass stays for the guards) into the Python value."""
+    result = run_harness(
+        tmp_path, FIXTURES / "sol" / "scalar_output", CANDIDATES / "honest8_numpy_scalar_output", None
+    )
+    assert result["status"] == "PASS", describe(result)
