@@ -72,6 +72,38 @@ def test_integer_and_bool_outputs_compare_exactly_enough() -> None:
     assert not check_output("b", ~b, b, TOL).ok
 
 
+def test_a_few_scattered_flips_of_a_mask_or_ties_of_an_index_pass_on_the_ratio() -> None:
+    """A bool mask taken from an fp32 accumulator flips where the reference compared a bf16-rounded value;
+    an arg-max breaks an fp16 tie the other way. A miss is a whole unit there (the near-miss rule called
+    one flipped bit "16x off"); the ratio and the structure still judge."""
+    g = torch.Generator().manual_seed(2)
+    mask = torch.rand(128, 256, generator=g) > 0.5
+    flipped = mask.clone()
+    flipped.view(-1)[torch.randperm(mask.numel(), generator=g)[:15]] ^= True  # 0.05 %
+    assert check_output("active", flipped, mask, TOL).ok
+    tokens = torch.randint(0, 32000, (2048,), generator=g)
+    tied = tokens.clone()
+    tied[torch.randperm(2048, generator=g)[:8]] += 517  # another index of the same logit
+    assert check_output("token", tied, tokens, TOL).ok
+    # the ratio and the structure still hold: 2 % flipped, or a whole row flipped, fail
+    many = mask.clone()
+    many.view(-1)[torch.randperm(mask.numel(), generator=g)[:700]] ^= True
+    assert not check_output("active", many, mask, TOL).ok
+    row = mask.clone()
+    row[5] = ~row[5]
+    assert "rows are mostly wrong" in check_output("active", row, mask, TOL).message
+
+
+def test_a_stated_error_cap_is_how_far_a_forgiven_element_may_be_off() -> None:
+    ref = _rmsnorm_like(64, 256)
+    got = ref.clone()
+    got[3, 7] += 0.9  # 45x its tolerance, under the cap the workload states
+    assert not check_output("y", got, ref, TOL).ok
+    assert check_output("y", got, ref, Tolerance(error_cap=1.0)).ok
+    got[3, 7] += 0.2  # over the cap
+    assert "exceeds the cap" in check_output("y", got, ref, Tolerance(error_cap=1.0)).message
+
+
 # -- issue 13, class 2: the forgiven 1 % must be near misses, scattered, not skipped work ---------------
 
 
