@@ -756,7 +756,19 @@ def _round_three(
 # torch.library as a kernel declares its own operator (`@torch.library.custom_op("mykern::rmsnorm", ...)`,
 # `triton_op`, `wrap_triton`, `register_fake`): honest, and common. What stays banned is reaching an
 # operator torch already has (aten::equal, which checks rely on) or a Library object (IMPL into any one).
-OWN_OP_CALLS = frozenset({"custom_op", "triton_op", "register_fake", "wrap_triton"})
+OWN_OP_CALLS = frozenset(
+    {
+        "custom_op",
+        "triton_op",
+        "register_fake",
+        "wrap_triton",
+        # the schema-string API (vLLM, xformers, torchao) and custom_op's companions, on a qualified name
+        "define",
+        "impl",
+        "register_kernel",
+        "register_autograd",
+    }
+)
 TORCH_NAMESPACES = frozenset(
     {
         "aten",
@@ -873,7 +885,29 @@ def string_annotations(tree: ast.Module) -> set[int]:
             found.append(node.returns)
         elif isinstance(node, ast.AnnAssign):
             found.append(node.annotation)
-    return {id(n) for a in found if a is not None for n in ast.walk(a) if isinstance(n, ast.Constant)}
+    # `Literal["eager", "compile"]`: values, never evaluated (typing makes no forward reference of them)
+    literal = {
+        id(n)
+        for a in found
+        if a is not None
+        for sub in ast.walk(a)
+        if isinstance(sub, ast.Subscript) and _last_name(sub.value) == "Literal"
+        for n in ast.walk(sub.slice)
+    }
+    return {
+        id(n)
+        for a in found
+        if a is not None
+        for n in ast.walk(a)
+        if isinstance(n, ast.Constant) and id(n) not in literal
+    }
+
+
+def _last_name(node: ast.expr) -> str | None:
+    """`Literal` of `Literal`, `typing.Literal` or `t.Literal`."""
+    if isinstance(node, ast.Name):
+        return node.id
+    return node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _annotation(node: ast.Constant) -> list[str]:

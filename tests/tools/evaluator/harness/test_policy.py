@@ -39,6 +39,18 @@ HONEST = {
     ),
 }
 
+# round 8's false-alarm hunt
+HONEST |= {
+    "Literal values in an annotation": (
+        "from typing import Literal\ndef run(x, mode: Literal['eager', 'compile'] = 'eager'):\n    return x\n"
+    ),
+    "the schema-string torch.library API on an own namespace": (
+        "import torch\ntorch.library.define('mylib::rms', '(Tensor x) -> Tensor')\n"
+        "@torch.library.impl('mylib::rms', 'cpu')\ndef _rms(x):\n    return x\n"
+        "@torch.library.register_kernel('mylib::rms', 'cuda')\ndef _rms_cuda(x):\n    return x\n"
+    ),
+}
+
 CHEATS = {
     "the builtin input in a default value": "def f(x, input=input):\n    return input\n",
     "a class attribute does not shadow in methods": (
@@ -68,6 +80,19 @@ CHEATS = {
     "sys.modules through torch": "import torch\nM = torch.sys.modules\n",
     "modules taken, not called": "import torch\nm = torch.nn.Module()\nf = m.modules\n",
     "another torch global": "import torch\ntorch.backends.cudnn.enabled = False\ntorch.testing.x = 1\n",
+    "a string annotation that calls": "def run(x: 'compile(\\'1\\', \\'f\\', \\'eval\\')'):\n    return x\n",
+    "a Literal beside code in an annotation": (
+        "from typing import Literal\ndef run(x: \"Literal['a'] | __import__('os')\"):\n    return x\n"
+    ),
+    "impl on an aten operator": (
+        "import torch\n@torch.library.impl('aten::equal', 'cpu')\ndef eq(a, b):\n    return True\n"
+    ),
+    "register_kernel on a torch operator": (
+        "import torch\ntorch.library.register_kernel('aten::allclose', 'cpu')(lambda *a, **k: True)\n"
+    ),
+    "define through a Library object": (
+        "import torch\nL = torch.library.Library('aten', 'IMPL')\nL.impl('equal', lambda a, b: True, 'CPU')\n"
+    ),
 }
 
 
