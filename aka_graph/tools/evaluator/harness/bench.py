@@ -150,6 +150,20 @@ _INT_OF_SIZE = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 KEEP_LARGE_BYTES = 4 << 30  # large benches stay resident while they hold at most this (park_large)
 
 
+def call_has_no_work(outputs: list[Any], inputs: list[Any], mutated: list[int]) -> bool:
+    """Every output has zero elements, and so does every input the operator updates in place, or some
+    other input it reads is empty (a serving step with no new tokens: the keys to scatter into a KV cache
+    and their slots are empty, the cache is not). An honest call then launches nothing, and an empty CUDA
+    graph is no sign of work done elsewhere; what the call does to the updated inputs is still compared."""
+    if not outputs or not all(type(o) is torch.Tensor and o.numel() == 0 for o in outputs):
+        return False
+    updated = [inputs[i] for i in mutated if i < len(inputs)]
+    if all(type(t) is torch.Tensor and t.numel() == 0 for t in updated):
+        return True
+    read = [t for i, t in enumerate(inputs) if i not in mutated and type(t) is torch.Tensor]
+    return any(t.numel() == 0 for t in read)
+
+
 def worth_parking(held: int, spare: int) -> bool:
     """Whether large benches holding `held` bytes on a device with `spare` bytes free are parked."""
     return held > min(KEEP_LARGE_BYTES, spare // 8)
@@ -291,11 +305,10 @@ class Bench:
             self.violations.append(problem)
 
     def no_work(self) -> bool:
-        """Every result of a call has zero elements: its outputs (as allocated, or as the capture returned
-        them) and the inputs the operator updates in place. An honest call then launches nothing."""
+        """Whether an honest call launches nothing here (call_has_no_work), judged on copy 0's outputs (as
+        allocated, or as the capture returned them) and inputs."""
         produced = self.outs[0] if self.runner.dps else (self.graph.outputs.get(0) if self.graph else None)
-        results = [*(produced or []), *(self.copies[0][i] for i in self.mutated if i < len(self.copies[0]))]
-        return bool(produced) and all(type(r) is torch.Tensor and r.numel() == 0 for r in results)
+        return call_has_no_work(list(produced or []), list(self.copies[0]), self.mutated)
 
     def _keep_pristine(self, in_bytes: int, out_bytes: int, copies: int) -> None:
         """Pristine copies of the inputs for eager timing's perturbation, where the memory plan has room;

@@ -27,7 +27,7 @@ import torch
 from torch.overrides import TorchFunctionMode
 from torch.utils._python_dispatch import TorchDispatchMode
 
-from aka_graph.tools.evaluator.harness.bench import Bench, poison_in_place_
+from aka_graph.tools.evaluator.harness.bench import Bench, call_has_no_work, poison_in_place_
 from aka_graph.tools.evaluator.harness.guards import Sentinel, active_modes
 from aka_graph.tools.evaluator.harness.inputs import random_poison_
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
@@ -234,6 +234,20 @@ def test_an_empty_capture_is_honest_only_when_the_call_has_no_results() -> None:
     assert judge_capture(0, 2048, no_work=True) is None
     assert "captured no kernels" in (judge_capture(0, 2048) or "")
     assert "real work only on the first calls" in (judge_capture(3, 2048) or "")
+
+
+def test_a_call_has_no_work_when_its_outputs_are_empty_and_nothing_is_left_to_update() -> None:
+    """Round 8 on the H200: a KV-cache write at an empty serving step (T = 0) captured no kernels, as the
+    reference does, and was REWARD_HACK because the cache it updates in place is not empty."""
+    empty_norms, keys, slots = torch.empty(0, 4), torch.empty(0, 4, 32), torch.empty(0)
+    cache = torch.ones(64, 4, 32)
+    assert call_has_no_work([empty_norms], [keys, cache, slots], mutated=[1])
+    assert call_has_no_work([torch.empty(0)], [torch.empty(0)], mutated=[])  # an empty batch
+    # work remains: an output with elements, or an in-place update driven by non-empty inputs only
+    assert not call_has_no_work([torch.ones(3)], [torch.empty(0)], mutated=[])
+    assert not call_has_no_work([empty_norms], [torch.ones(2, 4, 32), cache, torch.ones(2)], mutated=[1])
+    assert not call_has_no_work([empty_norms], [cache], mutated=[0])  # x.add_(1) and an empty output
+    assert not call_has_no_work([], [torch.empty(0)], mutated=[])  # no outputs at all: nothing to judge by
 
 
 # -- through the whole harness, the static policy off (its rules would reject them first) ------------------
