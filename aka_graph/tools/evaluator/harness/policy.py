@@ -11,6 +11,7 @@ from __future__ import annotations
 import ast
 import os
 import re
+import sys
 from pathlib import Path
 
 from .scopes import refers_to_own_binding
@@ -132,8 +133,9 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def scan_source(source: str, filename: str) -> list[str]:
-    """Policy violations in one file as 'file:line: what'."""
+def scan_source(source: str, filename: str, local_modules: frozenset[str] = frozenset()) -> list[str]:
+    """Policy violations in one file as 'file:line: what'. `local_modules`: the kernel directory's own
+    top-level modules (own_modules), which it may import under private names."""
     try:
         tree = ast.parse(source, filename)
     except SyntaxError:
@@ -189,7 +191,7 @@ def scan_source(source: str, filename: str) -> list[str]:
                 *_foreign_self(node, methods, aliases, parents, fields),
             ]
         )
-        private = private_stdlib_import(node)
+        private = private_stdlib_import(node, local_modules)
         if private:
             flag(node, private)
         if isinstance(node, ast.Constant) and id(node) in annotations:  # `x: "code"`: eval'd by typing
@@ -444,13 +446,36 @@ def kernel_files(kernel_dir: Path) -> list[Path]:
     return out
 
 
+def own_modules(kernel_dir: Path) -> frozenset[str]:
+    """Top-level modules the kernel directory itself provides (`_impl.py`, `_pkg/__init__.py`) and that no
+    other entry of the import path does: a private name there is the kernel's own file, scanned like the
+    rest. A name Python would find elsewhere first (`_ctypes.py` beside the kernel) stays what it is."""
+    import importlib.util
+
+    names = {p.stem for p in kernel_dir.glob("*.py")} | {
+        p.parent.name for p in kernel_dir.glob("*/__init__.py")
+    }
+    own = set()
+    for name in names:
+        if not name.isidentifier() or name in sys.builtin_module_names:
+            continue
+        try:
+            elsewhere = importlib.util.find_spec(name) is not None
+        except (ImportError, ValueError):
+            elsewhere = True
+        if not elsewhere:
+            own.add(name)
+    return frozenset(own)
+
+
 def scan_kernel_dir(kernel_dir: Path) -> list[str]:
     """Every .py file (and every C/C++ source) under the kernel directory."""
     found: list[str] = []
+    local = own_modules(Path(kernel_dir))
     for path in kernel_files(Path(kernel_dir)):
         rel = path.relative_to(kernel_dir).as_posix()
         if path.suffix == ".py":
-            found += scan_source(path.read_text(errors="replace"), rel)
+            found += scan_source(path.read_text(errors="replace"), rel, local)
         elif path.suffix in NATIVE_SUFFIXES:
             text = path.read_text(errors="replace")
             found += [f"{rel}: {what}" for what in native_source_problems(text)]
@@ -1116,15 +1141,23 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"sympify", "parse_expr", "lambdify", "a
 FOREIGN_MODULES = FOREIGN_MODULES | {"sympy", "jinja2", "site"}
 
 
-def private_stdlib_import(node: ast.AST) -> str | None:
-    """`import _ctypes`, `_imp`, `_posixsubprocess`: the C halves of banned modules, under other names."""
+def private_stdlib_import(node: ast.AST, local_modules: frozenset[str] = frozenset()) -> str | None:
+    """`import _ctypes`, `_imp`, `_posixsubprocess`: the C halves of banned modules, under other names
+    (the kernel's own `_helpers.py` is not one: `local_modules`)."""
     if isinstance(node, ast.Import):
         names = [a.name for a in node.names]
     elif isinstance(node, ast.ImportFrom) and not node.level:
         names = [node.module or ""]
     else:
         return None
-    hit = next((n for n in names if n.startswith("_") and n.split(".")[0] != "__future__"), None)
+    hit = next(
+        (
+            n
+            for n in names
+            if n.startswith("_") and n.split(".")[0] not in ("__future__", *local_modules)
+        ),
+        None,
+    )
     return f"imports {hit!r} (a private module: the C half of a banned one)" if hit else None
 
 

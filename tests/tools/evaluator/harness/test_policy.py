@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from aka_graph.tools.evaluator.harness.policy import compiled_module, scan_source
+from aka_graph.tools.evaluator.harness.policy import compiled_module, scan_kernel_dir, scan_source
 from aka_graph.tools.evaluator.harness.worker_proc import read_only_copy, remove_tree
 
 HONEST = {
@@ -137,3 +137,18 @@ def test_the_workers_copy_of_the_kernel_leaves_compiled_modules_out(tmp_path: Pa
         assert kept == ["kernel.py", "pkg/helpers.py"]
     finally:
         remove_tree(copy)
+
+
+def test_a_private_module_of_the_kernels_own_is_imported_but_a_shadowing_name_is_not(tmp_path: Path) -> None:
+    """Round 8: `from _rms_impl import rms_norm` (a helper file beside kernel.py) was refused as "the C
+    half of a banned module". A file there named like a module Python finds first (`_ctypes.py`,
+    `_posixsubprocess.py`) would not be what the import loads: those names stay banned."""
+    (tmp_path / "kernel.py").write_text(
+        "import _rms_impl\nfrom _rms_impl import rms\nimport _ctypes\n"
+        "from _posixsubprocess import fork_exec\n"
+    )
+    for name in ("_rms_impl", "_ctypes", "_posixsubprocess"):
+        (tmp_path / f"{name}.py").write_text("def rms(x):\n    return x\n")
+    found = scan_kernel_dir(tmp_path)
+    assert [f.split(": ", 1)[0] for f in found] == ["kernel.py:3", "kernel.py:4"], found
+    assert scan_source("import _rms_impl\n", "kernel.py") != []  # without the directory: refused
