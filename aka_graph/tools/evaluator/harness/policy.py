@@ -181,6 +181,7 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
     constants = module_string_constants(tree)
     fields = own_field_reads(tree, parents)
     settings = performance_settings(tree, aliases)
+    logger_settings = own_logger_settings(tree, aliases)
     for node in ast.walk(tree):
         if id(node) in skipped or id(node) in own_ops:
             continue
@@ -221,6 +222,8 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
                 pass  # torch.backends.cudnn.benchmark = True: a performance switch of the kernel's own
             elif isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
+            elif isinstance(target, ast.Attribute) and id(target) in logger_settings:
+                pass  # log.propagate = False on a logger of the kernel's own (logging.getLogger)
             elif isinstance(target, ast.Attribute) and not own_instance(target, root(target), parents):
                 # `T = torch.Tensor; T.clone = ...`: an alias of a module, class or function patched
                 flag(node, f"assigns the attribute {target.attr!r} of {root(target) or 'an expression'!r}")
@@ -703,6 +706,51 @@ def import_aliases(tree: ast.Module) -> dict[str, str]:
             for a in node.names:
                 out[a.asname or a.name] = f"{node.module}.{a.name}"
     return out
+
+
+LOGGER_SETTINGS = frozenset({"propagate", "disabled"})
+
+
+def own_logger_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
+    """`log.propagate = False` / `log.disabled = True` where every binding of `log` in the file is a plain
+    `log = logging.getLogger(...)`: a logger's own switches (round 8), not a module or class patched."""
+    made = {
+        id(t)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        and isinstance(n.value, ast.Call)
+        and _dotted(n.value.func, aliases) == "logging.getLogger"
+        for t in n.targets
+        if isinstance(t, ast.Name)
+    }
+    stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
+    other = {n.id for n in stores if id(n) not in made}
+    for n in ast.walk(tree):  # bindings that are not Name nodes
+        if isinstance(n, ast.arg):
+            other.add(n.arg)
+        elif isinstance(n, ast.ExceptHandler) and n.name:
+            other.add(n.name)
+        elif isinstance(n, ast.Import | ast.ImportFrom):
+            other |= {(a.asname or a.name).split(".")[0] for a in n.names}
+        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            other.add(n.name)
+        elif isinstance(n, ast.Global | ast.Nonlocal):
+            other |= set(n.names)
+        elif isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
+            other.add(n.name)
+        elif isinstance(n, ast.MatchMapping) and n.rest:
+            other.add(n.rest)
+    loggers = {n.id for n in stores if id(n) in made} - other
+    return {
+        id(t)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Assign)
+        for t in n.targets
+        if isinstance(t, ast.Attribute)
+        and t.attr in LOGGER_SETTINGS
+        and isinstance(t.value, ast.Name)
+        and t.value.id in loggers
+    }
 
 
 def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:

@@ -44,6 +44,9 @@ HONEST |= {
     "Literal values in an annotation": (
         "from typing import Literal\ndef run(x, mode: Literal['eager', 'compile'] = 'eager'):\n    return x\n"
     ),
+    "a logger's own switches": (
+        "import logging\nlog = logging.getLogger(__name__)\nlog.propagate = False\nlog.disabled = True\n"
+    ),
     "the schema-string torch.library API on an own namespace": (
         "import torch\ntorch.library.define('mylib::rms', '(Tensor x) -> Tensor')\n"
         "@torch.library.impl('mylib::rms', 'cpu')\ndef _rms(x):\n    return x\n"
@@ -84,6 +87,13 @@ CHEATS = {
     "a Literal beside code in an annotation": (
         "from typing import Literal\ndef run(x: \"Literal['a'] | __import__('os')\"):\n    return x\n"
     ),
+    "a logger name rebound to a module": (
+        "import logging\nimport time\nlog = logging.getLogger(__name__)\nlog = time\nlog.disabled = 1\n"
+    ),
+    "a logger name that is also a parameter": (
+        "import logging\nlog = logging.getLogger('x')\ndef f(log):\n    log.propagate = 1\n"
+    ),
+    "another attribute of a logger": "import logging\nlog = logging.getLogger('x')\nlog.manager = None\n",
     "impl on an aten operator": (
         "import torch\n@torch.library.impl('aten::equal', 'cpu')\ndef eq(a, b):\n    return True\n"
     ),
