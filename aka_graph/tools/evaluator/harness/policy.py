@@ -1054,6 +1054,12 @@ def _foreign_self(
         owner = _dotted(node.value, aliases)
         if owner != node.attr:
             found.append(f"reaches the module {node.attr!r} through {owner or 'an expression'!r}")
+    if isinstance(node, ast.Attribute) and node.attr == "signal" and id(node) not in fields:
+        # torch.signal (window functions) is torch's own; any other owner hands out the signal module
+        # (torch.utils.data._utils.signal_handling.signal: red team round 8's SIGALRM handlers)
+        owner = _dotted(node.value, aliases)
+        if owner not in ("torch", "signal"):
+            found.append(f"reaches the module 'signal' through {owner or 'an expression'!r}")
     if isinstance(node, ast.ImportFrom) and node.module and not node.level:
         for a in node.names:
             if a.name in FOREIGN_MODULES and node.module.split(".")[0] != a.name:
@@ -1187,6 +1193,17 @@ BANNED_MODULES = BANNED_MODULES | {
 }  # (setuptools stays allowed: an agent's setup.py beside a C++ kernel; its exec door run_setup is not)
 BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"sympify", "parse_expr", "lambdify", "addsitedir", "run_setup"}
 FOREIGN_MODULES = FOREIGN_MODULES | {"sympy", "jinja2", "site"}
+# Round eight: code run by a timer's signal between the harness's untimed steps (the work done while the
+# next call's inputs are written, where no clock looks). Arming a timer or sending a signal, by any route.
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "setitimer",
+    "alarm",
+    "pthread_kill",
+    "raise_signal",
+    "set_wakeup_fd",
+    "siginterrupt",
+    "timer_create",
+}
 
 
 def private_stdlib_import(node: ast.AST, local_modules: frozenset[str] = frozenset()) -> str | None:

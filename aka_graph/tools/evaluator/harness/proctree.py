@@ -47,6 +47,28 @@ def read_proc(pid: int) -> Proc | None:
         return None
 
 
+# Signals a timer raises (setitimer: ALRM, VTALRM, PROF) or asynchronous I/O does (IO): a handler for one
+# runs Python code in the worker at moments the kernel does not control and no clock of ours covers
+# (red team round 8: the call's work done by a SIGALRM handler while the harness wrote the next inputs).
+TIMER_SIGNALS = {signal.SIGALRM: "SIGALRM", signal.SIGVTALRM: "SIGVTALRM", signal.SIGPROF: "SIGPROF"}
+if hasattr(signal, "SIGIO"):
+    TIMER_SIGNALS[signal.SIGIO] = "SIGIO"
+
+
+def caught_timer_signals(pid: int) -> list[str]:
+    """The timer signals process `pid` has a handler for (its SigCgt mask in /proc), [] if it is gone."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return []
+    line = next((x for x in status.splitlines() if x.startswith("SigCgt:")), "")
+    try:
+        mask = int(line.split(":", 1)[1].strip(), 16) if line else 0
+    except ValueError:
+        return []
+    return [name for sig, name in TIMER_SIGNALS.items() if mask >> (int(sig) - 1) & 1]
+
+
 def table() -> dict[int, Proc]:
     """Every process this user can see, zombies included."""
     found = {}

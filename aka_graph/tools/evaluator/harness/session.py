@@ -171,6 +171,15 @@ class KernelState:
                 "fork or spawn: work in another process is work nobody times",
             )
             return None
+        handlers = self.worker.timer_handlers()  # checked after every reply: a timer needs its handler
+        if handlers:
+            self.worker.kill()
+            self.stop(
+                "REWARD_HACK",
+                f"the kernel's process catches {', '.join(handlers)}: a timer's signal handler runs code "
+                "between the harness's steps, where no clock looks; kernels install no signal handlers",
+            )
+            return None
         return reply
 
 

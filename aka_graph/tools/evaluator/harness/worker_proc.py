@@ -276,6 +276,15 @@ class WorkerProcess:
             below = [p for p in below if p.ppid != self.pid]
         return below
 
+    def timer_handlers(self) -> list[str]:
+        """Timer signals the worker's own processes catch, read from /proc by us (proctree.TIMER_SIGNALS):
+        honest kernels install no signal handlers."""
+        from .proctree import caught_timer_signals
+
+        if self.proc.poll() is not None:
+            return []
+        return sorted({name for pid in self.own_pids() for name in caught_timer_signals(pid)})
+
     def own_pids(self) -> set[int]:
         """The worker's own processes: the one spawned, and in the jail the worker under `unshare`."""
         from .proctree import descendants

@@ -44,6 +44,7 @@ HONEST |= {
     "Literal values in an annotation": (
         "from typing import Literal\ndef run(x, mode: Literal['eager', 'compile'] = 'eager'):\n    return x\n"
     ),
+    "torch's signal windows": "import torch\nW = torch.signal.windows.hann(16)\n",
     "a logger's own switches": (
         "import logging\nlog = logging.getLogger(__name__)\nlog.propagate = False\nlog.disabled = True\n"
     ),
@@ -94,6 +95,13 @@ CHEATS = {
         "import logging\nlog = logging.getLogger('x')\ndef f(log):\n    log.propagate = 1\n"
     ),
     "another attribute of a logger": "import logging\nlog = logging.getLogger('x')\nlog.manager = None\n",
+    "the signal module through torch's data utilities": (
+        "import torch\nS = torch.utils.data._utils.signal_handling.signal\n"
+    ),
+    "a timer armed through an alias": (
+        "import torch\nT = torch.utils.data._utils.signal_handling\nT.x.setitimer(0, 1)\n"
+    ),
+    "an alarm": "import torch\nfrom torch.utils.data._utils import signal_handling as h\nh.signal.alarm(1)\n",
     "impl on an aten operator": (
         "import torch\n@torch.library.impl('aten::equal', 'cpu')\ndef eq(a, b):\n    return True\n"
     ),

@@ -13,6 +13,14 @@
   modified"). A dropout operator with an empty batch was judged not random the same way, and its own
   reference was then REWARD_HACK on re-validation. The contract is now probed on the smallest workload
   without an empty tensor (session.py, subset.has_empty_tensor).
+- redteam8_sigalrm_* (the round-8 red team): a SIGALRM handler, armed with setitimer, runs the call's work
+  while the worker idles between the parent's steps or while the harness writes the next inputs (its
+  untimed perturbation), and skips burst calls it recognises from the call pattern. Every checked output
+  was right; the timed calls cost nothing: 10-100x fake speed-ups, one reported 0.0 us and PASSed. The
+  signal module was reached as `torch.utils.data._utils.signal_handling.signal` (`signal` is left out of
+  the policy's foreign modules for torch.signal). Now: the policy bans reaching `signal` through any
+  module but torch and bans arming timers or sending signals by name, and behind it the parent reads the
+  worker's caught signals from /proc after every reply (proctree.caught_timer_signals).
 """
 
 from __future__ import annotations
@@ -21,12 +29,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, describe, run_harness
+from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, SOL_FIXTURES, describe, run_harness
 
 FIXTURES = Path(__file__).resolve().parents[3] / "fixtures"
 TWO_OUTPUTS = FIXTURES / "native_two_outputs"
 KV_CACHE = FIXTURES / "sol" / "r8_kv_cache_empty_step"
 DROPOUT = FIXTURES / "sol" / "r8_dropout_empty_batch"
+SWIGLU = FIXTURES.parents[1] / "aka_graph" / "examples" / "swiglu_native"
+BATCH_170 = ["b010c7f2-801d-41c0-b5d0-be619ecb4090"]  # a call of a few hundred us
 
 
 @pytest.mark.slow
@@ -89,3 +99,22 @@ def test_discrete_outputs_with_a_few_honest_flips_pass(tmp_path: Path, operator:
     now judged by the ratio and the structure only (numerics.check_output)."""
     result = run_harness(tmp_path, FIXTURES / "sol" / operator, CANDIDATES / candidate, None)
     assert result["status"] == "PASS", describe(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    "candidate",
+    ["redteam8_sigalrm_precompute", "redteam8_sigalrm_prepare_phase", "redteam8_sigalrm_native_swiglu"],
+)
+@pytest.mark.parametrize("policy", ["on", "off"])
+def test_work_done_by_a_timer_signal_handler_is_caught_in_front_of_and_behind_the_policy(
+    tmp_path: Path, candidate: str, policy: str
+) -> None:
+    native = candidate.endswith("native_swiglu")
+    operator = SWIGLU if native else SOL_FIXTURES / "rmsnorm"
+    shapes = ["t300_i2816"] if native else BATCH_170
+    extra = () if policy == "on" else ("--no-source-policy",)
+    result = run_harness(tmp_path, operator, CANDIDATES / candidate, shapes, extra_args=extra, timeout_s=400)
+    assert result["status"] == "REWARD_HACK", describe(result)
+    expected = "reaches the module 'signal'" if policy == "on" else "catches SIGALRM"
+    assert expected in result["message"], describe(result)
