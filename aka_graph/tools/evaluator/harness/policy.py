@@ -1203,7 +1203,14 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "set_wakeup_fd",
     "siginterrupt",
     "timer_create",
+    # threads Python's threading module never lists (telnetlib's mt_interact, execnet's thread model):
+    # the parent counts the worker's OS threads too (session.KernelState.new_host_threads)
+    "start_new_thread",
+    "start_new",
+    "start_joinable_thread",
+    "mt_interact",
 }
+BANNED_MODULES = BANNED_MODULES | {"telnetlib", "execnet"}
 
 
 def private_stdlib_import(node: ast.AST, local_modules: frozenset[str] = frozenset()) -> str | None:

@@ -69,6 +69,15 @@ def caught_timer_signals(pid: int) -> list[str]:
     return [name for sig, name in TIMER_SIGNALS.items() if mask >> (int(sig) - 1) & 1]
 
 
+def thread_ids(pid: int) -> set[int]:
+    """The OS threads of process `pid` (its /proc tasks), every one, whether or not Python's `threading`
+    knows it (`_thread.start_new_thread` makes threads `threading.enumerate()` never lists)."""
+    try:
+        return {int(t.name) for t in os.scandir(f"/proc/{pid}/task") if t.name.isdigit()}
+    except OSError:
+        return set()
+
+
 def table() -> dict[int, Proc]:
     """Every process this user can see, zombies included."""
     found = {}

@@ -131,6 +131,17 @@ class KernelState:
             session.op.directory, self.kernel_dir, session.device.type, session.op.blob_root
         )
         self.worker.attach(str(session.device))
+        # on a host, the worker's OS threads before the kernel is loaded (taken with the first request):
+        # one the kernel starts later is work beside the timed call (see `request`)
+        self.host_threads: set[tuple[int, int]] | None = None if session.device.type == "cpu" else set()
+
+    def new_host_threads(self) -> int:
+        """OS threads of the worker alive now that it did not have before the kernel was loaded (host
+        timing only: there the worker runs on one thread, BLAS and OpenMP included; a GPU runtime starts
+        threads of its own)."""
+        if not self.host_threads or self.worker is None:
+            return 0
+        return len(self.worker.os_threads() - self.host_threads)
 
     @property
     def passed(self) -> bool:
@@ -145,6 +156,8 @@ class KernelState:
         """One request under the watchdog; None when the worker had to be stopped (recorded)."""
         if self.worker is None:
             return None
+        if self.host_threads is None:
+            self.host_threads = self.worker.os_threads()
         try:
             reply = self.worker.request(msg, timeout_s)
         except ChannelTimeout:
@@ -169,6 +182,17 @@ class KernelState:
                 "REWARD_HACK",
                 f"the kernel started processes of its own ({describe(spawned)}); candidates must not "
                 "fork or spawn: work in another process is work nobody times",
+            )
+            return None
+        # (a reply that names its violations keeps its own words: "threads left running: ..." and the like)
+        started = 0 if reply.get("violations") else self.new_host_threads()
+        if started:
+            self.worker.kill()
+            self.stop(
+                "REWARD_HACK",
+                f"the kernel started {started} OS thread(s) of its own (threads Python's threading module "
+                "may not list): work on another thread runs between the harness's steps, where no clock "
+                "looks; kernels start no threads",
             )
             return None
         handlers = self.worker.timer_handlers()  # checked after every reply: a timer needs its handler

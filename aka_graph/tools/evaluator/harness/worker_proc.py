@@ -285,6 +285,14 @@ class WorkerProcess:
             return []
         return sorted({name for pid in self.own_pids() for name in caught_timer_signals(pid)})
 
+    def os_threads(self) -> set[tuple[int, int]]:
+        """(pid, tid) of every OS thread of the worker's own processes, read from /proc by us."""
+        from .proctree import thread_ids
+
+        if self.proc.poll() is not None:
+            return set()
+        return {(pid, tid) for pid in self.own_pids() for tid in thread_ids(pid)}
+
     def own_pids(self) -> set[int]:
         """The worker's own processes: the one spawned, and in the jail the worker under `unshare`."""
         from .proctree import descendants

@@ -101,6 +101,10 @@ CHEATS = {
     "a timer armed through an alias": (
         "import torch\nT = torch.utils.data._utils.signal_handling\nT.x.setitimer(0, 1)\n"
     ),
+    "a thread threading never lists": "import telnetlib\ntelnetlib.Telnet().mt_interact()\n",
+    "a raw thread through execnet": (
+        "from execnet.gateway_base import get_execmodel\nget_execmodel('thread').start(print)\n"
+    ),
     "an alarm": "import torch\nfrom torch.utils.data._utils import signal_handling as h\nh.signal.alarm(1)\n",
     "impl on an aten operator": (
         "import torch\n@torch.library.impl('aten::equal', 'cpu')\ndef eq(a, b):\n    return True\n"

@@ -21,6 +21,12 @@
   the policy's foreign modules for torch.signal). Now: the policy bans reaching `signal` through any
   module but torch and bans arming timers or sending signals by name, and behind it the parent reads the
   worker's caught signals from /proc after every reply (proctree.caught_timer_signals).
+- redteam8b_raw_thread (a second red-team pass): the same precomputing, by a thread telnetlib's
+  `mt_interact` starts through `_thread` (never listed by `threading.enumerate()`, which the worker's
+  "threads left running" check reads): PASSed at 100-445 us against an honest 480-1270 us with the policy
+  on. Now: telnetlib/execnet and the raw-thread starters are banned, and on a host the parent counts the
+  worker's OS threads (/proc/<pid>/task) after every reply against those it had before the kernel loaded
+  (session.KernelState.new_host_threads).
 """
 
 from __future__ import annotations
@@ -43,8 +49,8 @@ BATCH_170 = ["b010c7f2-801d-41c0-b5d0-be619ecb4090"]  # a call of a few hundred 
 def test_a_timed_call_that_returns_fewer_outputs_is_caught(tmp_path: Path) -> None:
     result = run_harness(tmp_path, TWO_OUTPUTS, CANDIDATES / "redteam8_drop_second_output", None)
     assert result["status"] == "REWARD_HACK", describe(result)
-    message = result["message"]
-    assert "1 outputs, expected 2" in message and "timed call" in message, describe(result)
+    # the timed calls' check, or re-validation when its randomly placed call falls in the cheat's window
+    assert "1 outputs, expected 2" in result["message"], describe(result)
 
 
 @pytest.mark.slow
@@ -117,4 +123,16 @@ def test_work_done_by_a_timer_signal_handler_is_caught_in_front_of_and_behind_th
     result = run_harness(tmp_path, operator, CANDIDATES / candidate, shapes, extra_args=extra, timeout_s=400)
     assert result["status"] == "REWARD_HACK", describe(result)
     expected = "reaches the module 'signal'" if policy == "on" else "catches SIGALRM"
+    assert expected in result["message"], describe(result)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("policy", ["on", "off"])
+def test_work_on_a_thread_threading_never_lists_is_caught(tmp_path: Path, policy: str) -> None:
+    extra = () if policy == "on" else ("--no-source-policy",)
+    result = run_harness(
+        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "redteam8b_raw_thread", BATCH_170, extra_args=extra
+    )
+    assert result["status"] == "REWARD_HACK", describe(result)
+    expected = "imports 'telnetlib'" if policy == "on" else "OS thread(s) of its own"
     assert expected in result["message"], describe(result)
