@@ -53,9 +53,16 @@ def _failure(exc: BaseException) -> dict[str, Any]:
             "message": f"the kernel exceeded the worker's memory limit ({limit / 2**30:.1f} GiB of host "
             f"memory): {name}: {str(exc)[:300]}",
         }
+    hint = ""
+    if isinstance(exc, TypeError) and "positional argument" in str(exc):
+        hint = (
+            "\n(the harness calls run(*inputs, *outputs) by default, writing into the outputs it allocates; "
+            "a kernel that returns its outputs instead declares DESTINATION_PASSING_STYLE = False)"
+        )
+    message = f"{name}: {exc}{hint}\n{text}"
     return {
         "status": "COMPILE_ERROR" if compile_like else "RUNTIME_ERROR",
-        "message": f"{name}: {exc}\n{text}"[-4000:],
+        "message": message[:4000] if hint else message[-4000:],  # (the hint first, where it is one)
     }
 
 

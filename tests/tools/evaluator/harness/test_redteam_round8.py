@@ -136,3 +136,14 @@ def test_work_on_a_thread_threading_never_lists_is_caught(tmp_path: Path, policy
     assert result["status"] == "REWARD_HACK", describe(result)
     expected = "imports 'telnetlib'" if policy == "on" else "OS thread(s) of its own"
     assert expected in result["message"], describe(result)
+
+
+@pytest.mark.slow
+def test_a_value_returning_kernel_without_the_flag_is_told_how_to_declare_it(tmp_path: Path) -> None:
+    """The documented default is destination-passing; SOL's own references return their outputs, and a
+    kernel written that way failed with a bare "run() takes 2 positional arguments but 3 were given"."""
+    result = run_harness(
+        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "honest8_value_return_no_flag", BATCH_170
+    )
+    assert result["status"] == "RUNTIME_ERROR", describe(result)
+    assert "DESTINATION_PASSING_STYLE = False" in result["message"], describe(result)
