@@ -712,35 +712,23 @@ LOGGER_SETTINGS = frozenset({"propagate", "disabled"})
 
 
 def own_logger_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
-    """`log.propagate = False` / `log.disabled = True` where every binding of `log` in the file is a plain
-    `log = logging.getLogger(...)`: a logger's own switches (round 8), not a module or class patched."""
-    made = {
-        id(t)
-        for n in ast.walk(tree)
-        if isinstance(n, ast.Assign)
-        and isinstance(n.value, ast.Call)
-        and _dotted(n.value.func, aliases) == "logging.getLogger"
-        for t in n.targets
-        if isinstance(t, ast.Name)
-    }
-    stores = [n for n in ast.walk(tree) if isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load)]
-    other = {n.id for n in stores if id(n) not in made}
-    for n in ast.walk(tree):  # bindings that are not Name nodes
-        if isinstance(n, ast.arg):
-            other.add(n.arg)
-        elif isinstance(n, ast.ExceptHandler) and n.name:
-            other.add(n.name)
-        elif isinstance(n, ast.Import | ast.ImportFrom):
-            other |= {(a.asname or a.name).split(".")[0] for a in n.names}
-        elif isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            other.add(n.name)
-        elif isinstance(n, ast.Global | ast.Nonlocal):
-            other |= set(n.names)
-        elif isinstance(n, ast.MatchAs | ast.MatchStar) and n.name:
-            other.add(n.name)
-        elif isinstance(n, ast.MatchMapping) and n.rest:
-            other.add(n.rest)
-    loggers = {n.id for n in stores if id(n) in made} - other
+    """`log.propagate = False` / `log.disabled = True` where every binding of `log` in the file (in any
+    form: binding_names) is a plain `log = logging.getLogger(...)`: a logger's own switches (round 8), not a
+    module or class patched."""
+    made: dict[str, int] = {}
+    for n in ast.walk(tree):
+        if (
+            isinstance(n, ast.Assign)
+            and isinstance(n.value, ast.Call)
+            and _dotted(n.value.func, aliases) == "logging.getLogger"
+        ):
+            for t in n.targets:
+                if isinstance(t, ast.Name):
+                    made[t.id] = made.get(t.id, 0) + 1
+    bound: dict[str, int] = {}
+    for name in binding_names(tree):
+        bound[name] = bound.get(name, 0) + 1
+    loggers = {name for name, count in made.items() if bound.get(name) == count}
     return {
         id(t)
         for n in ast.walk(tree)
@@ -964,7 +952,7 @@ def string_annotations(tree: ast.Module) -> set[int]:
         for a in found
         if a is not None
         for sub in ast.walk(a)
-        if isinstance(sub, ast.Subscript) and _last_name(sub.value) == "Literal"
+        if isinstance(sub, ast.Subscript) and (_dotted(sub.value, {}) or "").rpartition(".")[2] == "Literal"
         for n in ast.walk(sub.slice)
     }
     return {
@@ -974,13 +962,6 @@ def string_annotations(tree: ast.Module) -> set[int]:
         for n in ast.walk(a)
         if isinstance(n, ast.Constant) and id(n) not in literal
     }
-
-
-def _last_name(node: ast.expr) -> str | None:
-    """`Literal` of `Literal`, `typing.Literal` or `t.Literal`."""
-    if isinstance(node, ast.Name):
-        return node.id
-    return node.attr if isinstance(node, ast.Attribute) else None
 
 
 def _annotation(node: ast.Constant) -> list[str]:
