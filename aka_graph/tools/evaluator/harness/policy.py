@@ -1185,7 +1185,7 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "siginterrupt",
     "timer_create",
     # threads Python's threading module never lists (telnetlib's mt_interact, execnet's thread model):
-    # the parent counts the worker's OS threads too (session.KernelState.new_host_threads)
+    # the parent counts the worker's OS threads too (session.KernelState.request)
     "start_new_thread",
     "start_new",
     "start_joinable_thread",

@@ -131,17 +131,11 @@ class KernelState:
             session.op.directory, self.kernel_dir, session.device.type, session.op.blob_root
         )
         self.worker.attach(str(session.device))
-        # on a host, the worker's OS threads before the kernel is loaded (taken with the first request):
-        # one the kernel starts later is work beside the timed call (see `request`)
-        self.host_threads: set[tuple[int, int]] | None = None if session.device.type == "cpu" else set()
-
-    def new_host_threads(self) -> int:
-        """OS threads of the worker alive now that it did not have before the kernel was loaded (host
-        timing only: there the worker runs on one thread, BLAS and OpenMP included; a GPU runtime starts
-        threads of its own)."""
-        if not self.host_threads or self.worker is None:
-            return 0
-        return len(self.worker.os_threads() - self.host_threads)
+        # on a host, the worker's OS threads before the kernel is loaded (taken with the first request): one
+        # the kernel starts later is work beside the timed call (see `request`). Host timing only: there the
+        # worker runs on one thread, BLAS and OpenMP included; a GPU runtime starts threads of its own.
+        self.counts_threads = session.device.type == "cpu"
+        self.host_threads: set[tuple[int, int]] | None = None
 
     @property
     def passed(self) -> bool:
@@ -156,8 +150,8 @@ class KernelState:
         """One request under the watchdog; None when the worker had to be stopped (recorded)."""
         if self.worker is None:
             return None
-        if self.host_threads is None:
-            self.host_threads = self.worker.os_threads()
+        if self.counts_threads and self.host_threads is None:
+            self.host_threads = self.worker.os_threads(self.worker.own_pids())
         try:
             reply = self.worker.request(msg, timeout_s)
         except ChannelTimeout:
@@ -184,8 +178,11 @@ class KernelState:
                 "fork or spawn: work in another process is work nobody times",
             )
             return None
+        own = self.worker.own_pids()  # one /proc read for both checks below
         # (a reply that names its violations keeps its own words: "threads left running: ..." and the like)
-        started = 0 if reply.get("violations") else self.new_host_threads()
+        started = 0
+        if self.host_threads and not reply.get("violations"):
+            started = len(self.worker.os_threads(own) - self.host_threads)
         if started:
             self.worker.kill()
             self.stop(
@@ -195,7 +192,7 @@ class KernelState:
                 "looks; kernels start no threads",
             )
             return None
-        handlers = self.worker.timer_handlers()  # checked after every reply: a timer needs its handler
+        handlers = self.worker.timer_handlers(own)  # checked after every reply: a timer needs its handler
         if handlers:
             self.worker.kill()
             self.stop(

@@ -276,22 +276,22 @@ class WorkerProcess:
             below = [p for p in below if p.ppid != self.pid]
         return below
 
-    def timer_handlers(self) -> list[str]:
-        """Timer signals the worker's own processes catch, read from /proc by us (proctree.TIMER_SIGNALS):
-        honest kernels install no signal handlers."""
+    def timer_handlers(self, own: set[int]) -> list[str]:
+        """Timer signals the worker's own processes (`own_pids`) catch, read from /proc by us
+        (proctree.TIMER_SIGNALS): honest kernels install no signal handlers."""
         from .proctree import caught_timer_signals
 
         if self.proc.poll() is not None:
             return []
-        return sorted({name for pid in self.own_pids() for name in caught_timer_signals(pid)})
+        return sorted({name for pid in own for name in caught_timer_signals(pid)})
 
-    def os_threads(self) -> set[tuple[int, int]]:
-        """(pid, tid) of every OS thread of the worker's own processes, read from /proc by us."""
+    def os_threads(self, own: set[int]) -> set[tuple[int, int]]:
+        """(pid, tid) of every OS thread of the worker's own processes (`own_pids`), read from /proc."""
         from .proctree import thread_ids
 
         if self.proc.poll() is not None:
             return set()
-        return {(pid, tid) for pid in self.own_pids() for tid in thread_ids(pid)}
+        return {(pid, tid) for pid in own for tid in thread_ids(pid)}
 
     def own_pids(self) -> set[int]:
         """The worker's own processes: the one spawned, and in the jail the worker under `unshare`."""

@@ -26,7 +26,7 @@
   "threads left running" check reads): PASSed at 100-445 us against an honest 480-1270 us with the policy
   on. Now: telnetlib/execnet and the raw-thread starters are banned, and on a host the parent counts the
   worker's OS threads (/proc/<pid>/task) after every reply against those it had before the kernel loaded
-  (session.KernelState.new_host_threads).
+  (session.KernelState.request).
 """
 
 from __future__ import annotations
