@@ -57,10 +57,7 @@ final)
   # the honest controls (the long uncapturable kernel on that fallback), every cheat through one warm
   # service, and round 7's honest candidates (the policy's false alarms) on the GPU
   run timing 100 "${PYT[@]}" -s tests/gpu/test_timing_gpu.py --junitxml "$WORK/timing.xml"
-  run adversarial 200 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
-      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
-  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
-      --junitxml "$WORK/warm_service.xml"
+  controls_and_every_cheat 200
   export -f eval_rmsnorm && export WORK
   run honest7 100 bash -c 'for k in tests/tools/evaluator/harness/candidates/honest7_*; do
       [ -f "$k/kernel.py" ] && grep -q hidden_states "$k/kernel.py" && eval_rmsnorm "$k" \
@@ -70,10 +67,7 @@ verify)
   # after final: the source policy's round-7b changes, spotcheck's hold on fresh sets and the host
   # reference clock: honest controls and side streams, every cheat through one warm service, every class
   # and format fixture with its own reference, round 7's honest candidates
-  run adversarial 150 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
-      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
-  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
-      --junitxml "$WORK/warm_service.xml"
+  controls_and_every_cheat 150
   run classes 130 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
       --junitxml "$WORK/classes.xml"
   export -f eval_rmsnorm && export WORK

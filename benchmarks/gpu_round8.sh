@@ -29,10 +29,7 @@ PY
 }
 case $CALL in
 verify)
-  run adversarial 150 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
-      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
-  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
-      --junitxml "$WORK/warm_service.xml"
+  controls_and_every_cheat 150
   run classes 150 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
       --junitxml "$WORK/classes.xml"
   export -f eval_on_cuda && export WORK C F

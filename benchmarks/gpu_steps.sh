@@ -54,3 +54,11 @@ profile_test() {
       "tests/gpu/test_languages_gpu.py::test_profile_bandwidth_agrees_with_the_evaluator" "$@"
 }
 
+# the honest controls, side streams and uncapturable calls (LIMIT seconds), then every cheat through one
+# warm service between honest kernels
+controls_and_every_cheat() {
+  run adversarial "$1" "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
+      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
+}
