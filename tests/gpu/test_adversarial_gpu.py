@@ -81,6 +81,13 @@ def test_a_graph_that_copies_its_first_answer_into_the_other_copies_is_caught(tm
     assert "rotated copies of the timed CUDA graph" in result["message"] + str(result["workloads"])
 
 
+def test_an_uncapturable_kernel_that_skips_the_parents_burst_is_caught(tmp_path: Path) -> None:
+    """The CUDA-event fallback's bursts run on fresh sets whose outputs the parent checks afterwards."""
+    result = run_cuda(tmp_path, "rmsnorm", GPU_CANDIDATES / "adv_uncapturable_burst_skip", RMSNORM_SHAPES)
+    assert result["status"] == "REWARD_HACK", describe(result)
+    assert "of the parent's timing burst" in result["message"] + str(result["workloads"]), describe(result)
+
+
 def gains_nothing(result: dict[str, Any]) -> bool:
     """Rejected, or every workload read slower than the reference: no speed-up a campaign would keep."""
     if result["status"] in REJECTED:

@@ -227,6 +227,8 @@ class Bench:
         self.nbytes = value_bytes(first) + output_bytes(runner.out_specs)
         self.violations: list[str] = []
         self.parked: list[Any] | None = None
+        self.burst_sets: list[list[Any]] = []  # the next bursts' fresh inputs (stage_burst)
+        self.burst_kept: dict[int, list[Any]] = {}  # the last burst's outputs, call by call
         self.used = next(_CLOCK)
         _LIVE[:] = [r for r in _LIVE if r() is not None]
         _LIVE.append(weakref.ref(self))
@@ -335,6 +337,7 @@ class Bench:
             return
         self.parked = [] if self.regenerate else _to_host(self.copies[0])
         self.copies, self.outs, self.produced, self.pristine = [], [], {}, []
+        self.burst_sets, self.burst_kept = [], {}
         self.graph = None
         if self.device.type == "cuda":
             torch.cuda.synchronize()
@@ -377,14 +380,26 @@ class Bench:
             if found not in self.violations:
                 self.violations.append(found)
 
-    def keep(self, i: int) -> None:
-        self._look_for_modes()
-        k = i % len(self.copies)
+    def _snapshot(self, k: int) -> list[Any]:
+        """What copy k's last call left in its outputs (a tensor cloned, a plain number as it is)."""
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
-        self.kept[i] = [
+        return [
             o.detach().clone() if type(o) is torch.Tensor else o if type(o) in (int, float, bool) else None
             for o in outs
         ]
+
+    def keep(self, i: int) -> None:
+        self._look_for_modes()
+        self.kept[i] = self._snapshot(i % len(self.copies))
+
+    def _write_set(self, k: int, values: list[Any], i: int) -> None:
+        """A fresh input set into copy k (tensors through their buffers, Python scalars as they are), then
+        garbage into its outputs: the untimed step before an eager call on fresh inputs."""
+        self.write_inputs(k, values)
+        for j, v in enumerate(values):
+            if not isinstance(v, torch.Tensor):  # a Python scalar input is passed as it is
+                self.copies[k][j] = v
+        self._poison_from_pool(k, i)
 
     def perturb(self, i: int, fresh_sets: bool = True, salt: int = 0) -> None:
         """Untimed, before each eagerly timed call: new input values, so a cache keyed on input values
@@ -396,12 +411,7 @@ class Bench:
         self._look_for_modes()
         k = i % len(self.copies)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
-            fresh = self.pool[i % len(self.pool)]
-            self.write_inputs(k, fresh)
-            for j, v in enumerate(fresh):
-                if not isinstance(v, torch.Tensor):  # a Python scalar input is passed as it is
-                    self.copies[k][j] = v
-            self._poison_from_pool(k, i)
+            self._write_set(k, self.pool[i % len(self.pool)], i)
             return
         if self.flip:  # no pristine copy (memory): exact sign flips in place
             for t in self.copies[k]:
@@ -479,17 +489,47 @@ class Bench:
         timing.notes = self.notes + timing.notes
         return timing
 
+    def set_bytes(self) -> int:
+        """Bytes of one fresh input set plus the outputs a call leaves (declared, or as the last call of
+        copy 0 returned them): what a burst call on staged inputs keeps."""
+        self._ensure()
+        outs = self.outs[0] if self.runner.dps else self.produced.get(0) or []
+        return value_bytes(self.copies[0]) + value_bytes(list(outs))
+
+    def stage_burst(self, sets: list[list[Any]]) -> None:
+        """The next bursts' inputs: set i for burst call i (drawn by the worker from the parent's salt,
+        untimed), or none (the last burst's sets and kept outputs are freed either way)."""
+        self.burst_sets, self.burst_kept = sets, {}
+
     def burst(self, reps: int, part: str = "all", salt: int = 0) -> None:
         """`reps` more samples' worth of the timed invocation, back to back, as they were timed: graph
         replays, or (host / CUDA-event fallback) the untimed perturbation then the call; part="prepare"
         does only the perturbations, which the parent subtracts (it times requests; see plausibility).
-        The perturbation is the pristine one here: drawing a fresh set per call would dwarf a small call
-        in the request the parent times. `salt`, drawn by the parent for each burst, moves its values off
-        every earlier call's: a cache keyed on input values cannot answer a burst (issue 13)."""
+
+        Eagerly, with sets staged for this burst (`stage_burst`), call i runs on fresh set i and its outputs
+        are kept, so the parent can check any of them afterwards (spotcheck.verify_burst_calls): a kernel
+        that recognises a burst cannot skip its work there. The twin copies the same sets and clones as
+        many outputs, so what the parent subtracts costs what the burst spends besides its calls.
+        Without staged sets (they do not fit in memory) the perturbation is the pristine one: drawing a
+        fresh set per call would dwarf a small call in the request the parent times. `salt`, drawn by the
+        parent for each burst, moves its values off every earlier call's: a cache keyed on input values
+        cannot answer a burst (issue 13)."""
         self._ensure()
+        sets = self.burst_sets
         if self.graph is not None:
             for _ in range(reps):
                 self.graph.graph.replay()
+        elif len(sets) >= reps:
+            snapshots = []
+            for i in range(reps):
+                k = i % len(self.copies)
+                self._write_set(k, sets[i], i)
+                if part == "all":
+                    self.call(k)
+                snapshots.append(self._snapshot(k))
+            if part == "all":
+                self.burst_kept = dict(enumerate(snapshots))
+            del snapshots
         else:
             for i in range(reps):
                 if self.eager:

@@ -13,7 +13,7 @@ free memory, or the host's available RAM, less a reserve). The peak of one proce
   small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
 - timing: W x copies (copies = 1 once the inputs are >= 3x the L2, never beyond what is free)
   + a pristine copy (eager timing only, if it fits) + one fresh timed input set at a time (or the
-  re-validation's fresh inputs).
+  re-validation's fresh inputs); an eager burst's sets and outputs only within BURST_BYTES.
 
 Both processes evaluate the same workload at once, so a large workload's evaluation peaks near 3x its
 inputs (the worker's timed inputs and its re-validation set, the parent's re-validation set).
@@ -137,6 +137,17 @@ def fresh_sets(input_bytes: int, spare: int, device_type: str) -> int:
     makes this many (worker._fresh_pool); the parent holds it to this where the sets are small enough
     that spare memory cannot be what limited them (spotcheck.py)."""
     return plan_memory(input_bytes, 0, spare, pool_wanted=TIMED_SETS[device_type]).pool_sets
+
+
+BURST_BYTES = 512 * MIB  # a burst's staged input sets and kept outputs together, at most
+
+
+def burst_sets_fit(set_bytes: int, reps: int, spare: int) -> bool:
+    """Whether a burst of `reps` calls may run on fresh input sets it keeps the outputs of (bench.burst):
+    every set and every call's outputs are held at once, within BURST_BYTES and half of what is spare.
+    A burst is long only for a fast call (plausibility.burst_reps), whose set is small: the calls this
+    leaves on the pristine perturbation are the long ones with gigabyte inputs."""
+    return reps * set_bytes <= min(BURST_BYTES, spare // 2)
 
 
 def output_bytes(out_specs: list[tuple[tuple[int, ...], torch.dtype]]) -> int:

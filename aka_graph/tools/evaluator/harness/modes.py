@@ -24,7 +24,7 @@ from .spans import reset as reset_spans
 from .spans import snapshot as spans_snapshot
 from .spans import span
 from .speed_of_light import below_bound, utilization, warm_up
-from .spotcheck import outside_work, verify_timed_calls
+from .spotcheck import burst_inputs, outside_work, verify_timed_calls
 from .timing import summary_mismatch
 from .trusted import contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
@@ -236,7 +236,10 @@ def _time_round(
     calls = max(1, int(reply.get("calls") or 1))
     prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls
     with span("timing.burst"):
-        found = check_worker(ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared)
+        inputs = burst_inputs(session, ks, idx) if prepared else None  # each burst call's outputs checked
+        found = check_worker(
+            ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared, inputs
+        )
     if is_disagreement(found) and disputes_left > 0 and ks.alive:  # plausibility.DISPUTE_RETRIES: why
         kept = _time_round(session, ks, idx, disputes_left - 1)
         if kept is not None:

@@ -15,10 +15,17 @@ Each burst (and its perturbations-only twin) moves its untimed perturbation by a
 from os.urandom after the timed calls, so its inputs are values no earlier call saw (issue 13: a cache
 keyed on input values, filled by the timed calls or the first burst, answered the fastest burst).
 
-Limitations, stated plainly: the parent trusts the worker's count of calls per replay, and it cannot see
-what runs during the burst. A worker that also skips work during the burst (or shrinks the graph and
-the count with it) passes this check; that is re-validation's job (fresh inputs written into the timed
-buffers, poisoned outputs, one replay, compared by the parent) and the speed-of-light bound's. A burst
+An eager burst (host, CUDA-event fallback) runs, where memory allows, on fresh input sets the worker
+draws from the salt before it (`BurstInputs.stage`, untimed), and keeps every call's outputs; once the
+burst agrees with the report, the parent checks calls it draws then (`BurstInputs.verify`,
+spotcheck.verify_burst_calls). A kernel that does its work outside the timed calls (a signal handler, a
+thread, the harness's untimed steps) and tells a burst by its back-to-back calls must skip the work
+there to pass the clock, and then its outputs are wrong (round 8's red team: nothing checked them).
+
+Limitations, stated plainly: the parent trusts the worker's count of calls per replay. A graph replayed
+in a burst that skips work (or shrinks, with the count) is re-validation's job (fresh inputs written into
+the timed buffers, poisoned outputs, one replay, compared by the parent) and the speed-of-light bound's;
+so is an eager burst whose sets do not fit (memory.burst_sets_fit: gigabyte inputs, long calls). A burst
 replays back to back without the L2 flush a timed replay of the smallest calls gets (timing.needs_flush:
 below ~0.7 MiB per call for a 60 MB L2, where the copies alone do not outrun it), so such a burst may
 read partly from the L2: faster than the timed replays, never slower (no honest kernel is flagged by
@@ -106,6 +113,14 @@ def implausible(reported_us: float, estimate_us: float, reps: int, calls: int, t
     )
 
 
+@dataclass(frozen=True)
+class BurstInputs:
+    """Fresh inputs for each eager burst and the check of its outputs (see the module docstring)."""
+
+    stage: Callable[[int, int], bool]  # (salt, reps): the worker drew one set per call
+    verify: Callable[[int, int], str | None]  # (salt, reps): the REWARD_HACK message, or None
+
+
 Clock = Callable[[], Any]  # CPU time (ns), or (precise, coarse) ns (proctree.tree_cpu_pair), or None
 
 
@@ -163,8 +178,10 @@ def check(
     tol: Tolerance,
     cpu: Clock | None = None,
     prepared: bool = False,
+    inputs: BurstInputs | None = None,
 ) -> tuple[str, str] | None:
-    """(status, message) when the worker's latency is implausible or the burst failed, else None.
+    """(status, message) when the worker's latency is implausible, the burst failed or (`inputs`) the
+    outputs of the burst that agreed are wrong, else None.
     With `cpu` (host timing), the estimate is the lower of wall and the worker's CPU time per call.
     With `prepared` (host / CUDA-event timing: an untimed perturbation before every timed call), a burst
     of the perturbations alone is subtracted instead of the empty request's round trip.
@@ -180,6 +197,7 @@ def check(
         # drawn now, after the timed calls: the burst's inputs are values the kernel has never seen, so a
         # cache keyed on them (filled by the timed calls or an earlier burst) cannot answer it (issue 13)
         salt = int.from_bytes(os.urandom(4), "little")
+        staged = inputs is not None and prepared and inputs.stage(salt, reps)
         msg = {"cmd": "burst", "wl": wl, "reps": reps, "part": "all", "salt": salt}
         main = _fastest_burst(request, msg, 1, cpu)
         if main is None or isinstance(main[0], str):
@@ -206,12 +224,20 @@ def check(
         estimate = min(decided) if decided else 0.0
         message = implausible(reported_us, estimate, reps, calls, tol)
         if message is None:
-            return None
+            wrong = inputs.verify(salt, reps) if staged and inputs is not None else None
+            return ("REWARD_HACK", wrong) if wrong else None
     return ("REWARD_HACK", message) if message else None
 
 
 def check_worker(
-    ks: Any, on_gpu: bool, timeout_s: float, wl: int, reported_us: float, calls: int, prepared: bool
+    ks: Any,
+    on_gpu: bool,
+    timeout_s: float,
+    wl: int,
+    reported_us: float,
+    calls: int,
+    prepared: bool,
+    inputs: BurstInputs | None = None,
 ) -> tuple[str, str] | None:
     """`check` for a KernelState `ks` (its round trip measured once and kept on it). On a host the
     worker's CPU time counts too (a busy CI machine must not make an honest kernel look faked); on a
@@ -227,7 +253,7 @@ def check_worker(
     if ks.round_trip is None or not ks.alive:
         return ks.error or ("RUNTIME_ERROR", "the worker did not answer an empty request")
     tol = (EVENT_TOLERANCE if prepared else GPU_TOLERANCE) if on_gpu else HOST_TOLERANCE
-    found = check(request, wl, reported_us, calls, ks.round_trip, tol, cpu, prepared)
+    found = check(request, wl, reported_us, calls, ks.round_trip, tol, cpu, prepared, inputs)
     if found is None and not ks.alive:
         return ks.error
     return found

@@ -5,7 +5,9 @@ a seed the parent drew for the round (`timing.timed_seed`), and the worker keeps
 Only once the timing is reported does the parent draw which calls to check, regenerate their inputs,
 run the reference and compare. A kernel that counts calls, or recognises timed inputs, and skips the
 work while timed cannot know which of its timed calls will be checked: to move the median it must skip
-most of them, and then a random sample of a few finds one with near certainty.
+most of them, and then a random sample of a few finds one with near certainty. The parent's own timing
+burst is verified the same way (verify_burst_calls): the burst is where work done outside the timed
+calls would show, so a kernel doing that must skip its work there instead.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import random
 from typing import Any
 
 from .memory import SMALL_BYTES, fresh_sets
+from .plausibility import BurstInputs
 from .timing import timed_seed
 
 VERIFIED_HOST = 3  # of at most 5 timed calls: skipping the 3 that move the median is always caught
@@ -45,25 +48,76 @@ def verify_timed_calls(
     if kept != list(range(samples)):
         return f"the worker kept the outputs of timed calls {kept[:8]}, not of all {samples} it timed"
     chosen = choose(kept, session.device.type == "cuda")
-    answer = ks.request({"cmd": "timed_outputs", "wl": idx, "samples": chosen}, session.call_timeout + 30)
+    wrong = _first_wrong(session, ks, idx, chosen, pool_seed, size, burst=False)
+    if wrong is None:
+        return None
+    i, why = wrong
+    return (
+        f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is "
+        f"wrong: {why}: the work was skipped or faked while being timed"
+    )
+
+
+VERIFIED_BURST = 5  # of a burst's calls; a kernel skipping a third of them escapes 13 % of the time
+
+
+def verify_burst_calls(session: Any, ks: Any, idx: int, salt: int, reps: int) -> str | None:
+    """None when the burst calls the parent chose after the burst (each on fresh set `timed_seed(salt,
+    i)`, bench.burst) computed the right outputs, else the REWARD_HACK message. The burst is the parent's
+    own clock on the kernel; a kernel that does its work outside the timed calls (a signal handler, a
+    thread) and recognises a burst by its back-to-back calls must skip the work there to pass it, which
+    leaves most of the burst's outputs wrong."""
+    chosen = sorted(random.SystemRandom().sample(range(reps), min(VERIFIED_BURST, reps)))
+    wrong = _first_wrong(session, ks, idx, chosen, salt, None, burst=True)
+    if wrong is None:
+        return None
+    i, why = wrong
+    return (
+        f"call {i} of the parent's timing burst of {reps} (fresh inputs, checked after the burst) is "
+        f"wrong: {why}: the work was skipped while the harness's own clock timed the kernel"
+    )
+
+
+def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
+    """The parent's side of a verified eager burst (plausibility.BurstInputs): the worker draws one
+    fresh set per burst call from the burst's salt, and the parent checks calls it draws afterwards.
+    None where a call cannot be checked after the fact: a stochastic reference (its random draws), or
+    shapes that change with the seed (no fresh values in fixed buffers)."""
+    if session.contract.get("stochastic") or session.contract.get("layout_varies"):
+        return None
+
+    def stage(salt: int, reps: int) -> bool:
+        msg = {"cmd": "burst_inputs", "wl": idx, "salt": salt, "reps": reps}
+        reply = ks.request(msg, session.call_timeout * 20 + 60)
+        return reply is not None and reply.get("sets") == reps
+
+    return BurstInputs(stage, lambda salt, reps: verify_burst_calls(session, ks, idx, salt, reps))
+
+
+def _first_wrong(
+    session: Any, ks: Any, idx: int, chosen: list[int], seed: int, sets: int | None, burst: bool
+) -> tuple[int, str] | None:
+    """(call, why) for the first of the `chosen` calls whose kept outputs differ from the reference's on
+    that call's inputs (fresh set `timed_seed(seed, i % sets)`, or `i` itself where `sets` is None);
+    None when all agree or the worker was stopped (the request recorded why)."""
+    msg = {"cmd": "timed_outputs", "wl": idx, "samples": chosen, **({"burst": True} if burst else {})}
+    answer = ks.request(msg, session.call_timeout + 30)
     if answer is None:
-        return None  # the request recorded why the worker was stopped
+        return None
     if "error" in answer:
-        return f"the timed calls' outputs could not be read back: {answer['error']['message'][:300]}"
+        return chosen[0], f"its outputs could not be read back: {answer['error']['message'][:300]}"
+    label = "burst call" if burst else "timed call"
     for i, got in zip(chosen, answer["outputs"], strict=True):
-        inputs = session.reference.inputs(idx, timed_seed(pool_seed, i % size), 1.0)
+        inputs = session.reference.inputs(idx, timed_seed(seed, i % sets if sets else i), 1.0)
         want, _ = session.reference.outputs(idx, inputs)
-        del inputs  # one timed call's inputs alive at a time (memory.py); `want` may still hold some
-        probe = type(ks.verdicts[idx])()
+        del inputs  # one call's inputs alive at a time (memory.py); `want` may still hold some
         if not got:
-            return f"timed call {i}: no outputs kept"
-        # every output the reference returns: a timed call that hands back fewer skipped work (a native
+            return i, "no outputs kept"
+        probe = type(ks.verdicts[idx])()
+        # every output the reference returns: a call that hands back fewer skipped work (a native
         # operator declares no outputs, so nothing else holds its calls to the count)
-        if not session.judge_outputs(probe, list(got), list(want), idx, f"timed call {i}"):
-            return (
-                f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is "
-                f"wrong: {probe.message}: the work was skipped or faked while being timed"
-            )
+        if not session.judge_outputs(probe, list(got), list(want), idx, f"{label} {i}"):
+            return i, probe.message
         del want
     return None
 

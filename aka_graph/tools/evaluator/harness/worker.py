@@ -24,7 +24,7 @@ from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, re
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
-from .memory import fresh_sets, output_bytes, plan_memory, release, spare_bytes
+from .memory import burst_sets_fit, fresh_sets, output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .phases import process_start
@@ -64,8 +64,6 @@ def _failure(exc: BaseException) -> dict[str, Any]:
         "status": "COMPILE_ERROR" if compile_like else "RUNTIME_ERROR",
         "message": message[:4000] if hint else message[-4000:],  # (the hint first, where it is one)
     }
-
-
 
 
 def _sendable(r: Any) -> Any:
@@ -381,14 +379,34 @@ class Worker:
 
     def timed_outputs(self, msg: dict[str, Any]) -> dict[str, Any]:
         """The kept outputs of the timed calls the parent chose after the fact; with "copies", the
-        outputs a timed graph left in those rotated copies."""
+        outputs a timed graph left in those rotated copies; with "burst", the last burst's calls'."""
         try:
             if msg.get("copies"):
                 bench = self.benches[int(msg["wl"])]
                 found = [[_sendable(o) for o in bench.outputs_of(int(k))] for k in msg["samples"]]
                 return {"outputs": [[o.clone() if type(o) is torch.Tensor else o for o in c] for c in found]}
-            kept = self.benches[int(msg["wl"])].kept
+            bench = self.benches[int(msg["wl"])]
+            kept = bench.burst_kept if msg.get("burst") else bench.kept
             return {"outputs": [kept.get(int(i)) for i in msg["samples"]]}
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
+    def burst_inputs(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Fresh input sets for the next eager burst, one per call, from the parent's salt (untimed: the
+        parent times only the burst): `{"sets": reps}`, or `{"sets": 0}` where they do not fit in memory
+        or the timed invocation is a CUDA graph (a replay reads its captured buffers)."""
+        try:
+            idx = int(msg["wl"])
+            bench, reps, salt = self.benches[idx], max(1, int(msg["reps"])), int(msg["salt"])
+            bench.stage_burst([])  # the last burst's sets and outputs go first
+            if bench.graph is not None or not burst_sets_fit(
+                bench.set_bytes(), reps, spare_bytes(self.device)
+            ):
+                return {"sets": 0}
+            wl = self.op.workloads[idx]
+            bench.stage_burst([self.factory.make(wl, timed_seed(salt, j), 1.0) for j in range(reps)])
+            self.sync()
+            return {"sets": reps}
         except BaseException as exc:
             return {"error": _failure(exc)}
 
@@ -481,6 +499,7 @@ def worker_main(
         "run": worker.run,
         "time": worker.time,
         "burst": worker.burst,
+        "burst_inputs": worker.burst_inputs,
         "timed_outputs": worker.timed_outputs,
         "steps": worker.steps,
         "time_end": worker.time_end,

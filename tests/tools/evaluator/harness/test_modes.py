@@ -58,7 +58,7 @@ def parent_clock(monkeypatch: pytest.MonkeyPatch) -> list[float]:
     checks: list[float] = []
 
     def check_worker(ks: Any, on_gpu: bool, timeout_s: float, wl: int, reported: float, calls: int,
-                     prepared: bool) -> tuple[str, str] | None:  # fmt: skip
+                     prepared: bool, inputs: Any = None) -> tuple[str, str] | None:  # fmt: skip
         estimate = estimates[min(len(checks), len(estimates) - 1)]
         checks.append(reported)
         message = implausible(reported, estimate, 100, calls, GPU_TOLERANCE)

@@ -148,7 +148,7 @@ def test_the_retry_never_keeps_the_disputed_reading_of_an_adaptive_faker(
     estimates: list[float] = []
 
     def check_worker(ks: Any, on_gpu: bool, timeout_s: float, wl: int, reported: float, calls: int,
-                     prepared: bool) -> tuple[str, str] | None:  # fmt: skip
+                     prepared: bool, inputs: Any = None) -> tuple[str, str] | None:  # fmt: skip
         estimates.append(truth)
         if reported >= truth * 0.8 - 0.5:
             return None
