@@ -12,7 +12,10 @@ import ast
 import os
 import re
 import sys
-from pathlib import Path
+from collections import Counter
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
 
 from .scopes import refers_to_own_binding
 
@@ -133,9 +136,16 @@ def _literal(node: ast.AST) -> str | None:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
-def scan_source(source: str, filename: str, local_modules: frozenset[str] = frozenset()) -> list[str]:
+def scan_source(
+    source: str,
+    filename: str,
+    local_modules: frozenset[str] = frozenset(),
+    containers: Mapping[str, frozenset[str]] | None = None,
+) -> list[str]:
     """Policy violations in one file as 'file:line: what'. `local_modules`: the kernel directory's own
-    top-level modules (own_modules), which it may import under private names."""
+    top-level modules (own_modules), which it may import under private names. `containers`: what each
+    module of the kernel directory's own binds only to a fresh container (own_containers), whose items
+    the file may write (`filename` is then the path below that directory, for relative imports)."""
     try:
         tree = ast.parse(source, filename)
     except SyntaxError:
@@ -175,11 +185,15 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
     imported = {(a.asname or a.name).split(".")[0] for n in imports for a in n.names}
     imported -= rebound_names(tree)  # `st` a module in one function, a stride in another: not a module
     aliases = import_aliases(tree)
+    bindings = Bindings.of(tree)
     own_ops = own_custom_ops(tree, aliases)
     methods = instance_methods(tree)
     annotations = string_annotations(tree)
     constants = module_string_constants(tree)
-    fields = own_field_reads(tree, parents)
+    declared = class_fields(tree, bindings)
+    instances = own_instances(tree, bindings, declared)
+    fields = own_field_reads(tree, parents, declared, instances)
+    handed = torch_ctx_functions(tree, bindings, parents)
     settings = performance_settings(tree, aliases)
     logger_settings = own_logger_settings(tree, aliases)
     for node in ast.walk(tree):
@@ -220,11 +234,18 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
                 flag(node, f"changes os.environ (through {root(target)!r})")
             elif id(target) in settings:
                 pass  # torch.backends.cudnn.benchmark = True: a performance switch of the kernel's own
+            elif isinstance(target, ast.Subscript) and own_container_item(
+                target, bindings, filename, local_modules, containers or {}
+            ):
+                pass  # `from helper import WORKSPACE; WORKSPACE[k] = v`: a dict a module of its own made
             elif isinstance(target, ast.Attribute | ast.Subscript) and root(target) in modules:
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
             elif isinstance(target, ast.Attribute) and id(target) in logger_settings:
                 pass  # log.propagate = False on a logger of the kernel's own (logging.getLogger)
-            elif isinstance(target, ast.Attribute) and not own_instance(target, root(target), parents):
+            elif isinstance(target, ast.Attribute) and not (
+                own_instance(target, root(target), parents, handed)
+                or (isinstance(target.value, ast.Name) and target.value.id in instances)
+            ):
                 # `T = torch.Tensor; T.clone = ...`: an alias of a module, class or function patched
                 flag(node, f"assigns the attribute {target.attr!r} of {root(target) or 'an expression'!r}")
         if (
@@ -248,8 +269,8 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
                 names += [f"{node.module}.{a.name}" for a in node.names if node.module]
             for name in names:
                 dotted = name.split(".")
-                if dotted[0] == "sys" and sys_constants_only(node, tree, parents):
-                    continue  # `sys.float_info.max` in a reference (an SOL mask fill): a constant read
+                if dotted[0] in SAFE_MEMBERS and safe_members_only(node, dotted[0], tree, parents, bindings):
+                    continue  # `sys.float_info.max`, `types.SimpleNamespace(...)`: nothing to bend
                 if dotted[0] in BANNED_MODULES or any(
                     ".".join(dotted[: i + 1]) in BANNED_DOTTED for i in range(len(dotted))
                 ):
@@ -264,6 +285,7 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
             and not _type_name_read(node, parents)
             and not _module_tree_walk(node, parents)
             and not (node.attr == "open" and read_only_open(parents.get(id(node)), node, aliases))
+            and not bounded_use(node, parents, bindings)
         ):
             flag(node, f"uses the attribute {node.attr!r}")
         elif (
@@ -289,39 +311,117 @@ def scan_source(source: str, filename: str, local_modules: frozenset[str] = froz
 
 
 # What a kernel may read from `sys`: numeric limits and platform facts, all read-only values. Anything else
-# (modules, hooks, tracing, frames, the standard streams the worker's protocol may share) keeps `sys` banned.
+# (modules, hooks, tracing, frames, the standard streams' buffers and descriptors) keeps `sys` banned.
 SAFE_SYS = frozenset(
     {"float_info", "int_info", "maxsize", "byteorder", "version_info", "hexversion", "float_repr_style"}
 )
 
+# How a member of an otherwise banned module is used where it is allowed: `use` is the `M.member` attribute
+# (or the name `from M import member` bound), read.
+MemberUse = Callable[[ast.expr, dict[int, ast.AST], "Bindings"], bool]
 
-def sys_constants_only(
-    node: ast.Import | ast.ImportFrom, tree: ast.AST, parents: dict[int, ast.AST]
+
+def _any_read(use: ast.expr, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """A value that hands out nothing (a number, SimpleNamespace, a Lock class): any read of it is fine."""
+    return True
+
+
+def _called_on_one_object(use: ast.expr, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """`inspect.signature(fn)`: called at once, on one object, with no keywords (`eval_str=True` would
+    evaluate annotation strings, code the scan never parsed; `globals=`/`locals=` feed it)."""
+    call = parents.get(id(use))
+    return (
+        isinstance(call, ast.Call)
+        and call.func is use
+        and len(call.args) == 1
+        and not isinstance(call.args[0], ast.Starred)
+        and not call.keywords
+    )
+
+
+def _print_file(use: ast.expr, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """`print(..., file=sys.stderr)`: the builtin print (a name the file never binds) told which stream to
+    write a line to, what a bare print does anyway; the stream object itself (its buffer, descriptor,
+    close, reconfigure) is never handed out."""
+    keyword = parents.get(id(use))
+    call = parents.get(id(keyword))
+    return (
+        isinstance(keyword, ast.keyword)
+        and keyword.arg == "file"
+        and isinstance(call, ast.Call)
+        and isinstance(call.func, ast.Name)
+        and call.func.id == "print"
+        and not names.counts["print"]
+    )
+
+
+# Members of banned modules that an honest kernel uses and that reach nothing (round 9's false-alarm hunt),
+# each with the one use allowed. The rest of each module keeps the import banned: sys.modules/_getframe/
+# settrace, inspect.currentframe/stack/getmembers, threading.Thread/settrace/excepthook, types.FunctionType/
+# CodeType/ModuleType.
+SAFE_MEMBERS: dict[str, dict[str, MemberUse]] = {
+    "sys": {**dict.fromkeys(SAFE_SYS, _any_read), "stderr": _print_file, "stdout": _print_file},
+    "types": {"SimpleNamespace": _any_read},
+    "inspect": {"signature": _called_on_one_object},
+    "threading": {"Lock": _any_read, "RLock": _any_read},
+}
+# A bare `import sys` that nothing uses has passed since round 4 (a leftover import); `import inspect` alone
+# stays the mark of introspection test_guards pins it as: the other modules must show a use they serve.
+UNUSED_IMPORT_OK = frozenset({"sys"})
+
+
+def safe_members_only(
+    node: ast.Import | ast.ImportFrom,
+    module: str,
+    tree: ast.AST,
+    parents: dict[int, ast.AST],
+    names: Bindings,
 ) -> bool:
-    """Whether this import of `sys` only serves reads of SAFE_SYS constants: `import sys` (or `as s`) whose
-    name is used nowhere but as `sys.<safe>` in a read, never rebound or passed on; or `from sys import
-    <safe>, ...`. A reference that fills a mask with -sys.float_info.max was refused as its own candidate
-    (round 4); `sys.modules`, `s = sys`, `f(sys)`, `sys.float_info = x` still are."""
+    """Whether this import of a banned `module` only serves its SAFE_MEMBERS, each in its allowed use:
+    `import sys` (or `as s`) whose name is used nowhere but as `sys.<member>`, never rebound or passed on;
+    or `from sys import <member>, ...` whose names are used only so. A reference that fills a mask with
+    -sys.float_info.max was refused as its own candidate (round 4); `sys.modules`, `s = sys`, `f(sys)`,
+    `sys.float_info = x`, `inspect.currentframe()` still are."""
+    safe = SAFE_MEMBERS[module]
     if isinstance(node, ast.ImportFrom):
-        return node.module == "sys" and all(a.name in SAFE_SYS for a in node.names)
-    mine = [a for a in node.names if a.name == "sys"]
+        return (
+            node.module == module
+            and not node.level
+            and all(a.name in safe for a in node.names)
+            and all(_uses_are(a.asname or a.name, safe[a.name], tree, parents, names) for a in node.names)
+        )
+    mine = [a for a in node.names if a.name == module]
     if len(mine) != 1:
         return False
-    bound = mine[0].asname or "sys"
+    bound = mine[0].asname or module
+    used = module in UNUSED_IMPORT_OK
     for use in ast.walk(tree):
         if isinstance(use, ast.Name) and use.id == bound:
+            used = True
             parent = parents.get(id(use))
             if not (
                 isinstance(use.ctx, ast.Load)
                 and isinstance(parent, ast.Attribute)
                 and parent.value is use
-                and parent.attr in SAFE_SYS
+                and parent.attr in safe
                 and isinstance(parent.ctx, ast.Load)
+                and safe[parent.attr](parent, parents, names)
             ):
                 return False
         elif isinstance(use, ast.alias) and use is not mine[0] and _bound_by(use) == bound:
             return False  # another import binds the same name
-    return True
+    return used
+
+
+def _uses_are(
+    name: str, allowed: MemberUse, tree: ast.AST, parents: dict[int, ast.AST], names: Bindings
+) -> bool:
+    """Whether every read of `name` in the file is a use `allowed` accepts."""
+    return all(
+        allowed(use, parents, names)
+        for use in ast.walk(tree)
+        if isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load)
+    )
 
 
 def _bound_by(alias: ast.alias) -> str:
@@ -475,10 +575,11 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
     """Every .py file (and every C/C++ source) under the kernel directory."""
     found: list[str] = []
     local = own_modules(Path(kernel_dir))
+    containers = own_containers(Path(kernel_dir))
     for path in kernel_files(Path(kernel_dir)):
         rel = path.relative_to(kernel_dir).as_posix()
         if path.suffix == ".py":
-            found += scan_source(path.read_text(errors="replace"), rel, local)
+            found += scan_source(path.read_text(errors="replace"), rel, local, containers)
         elif path.suffix in NATIVE_SUFFIXES:
             text = path.read_text(errors="replace")
             found += [f"{rel}: {what}" for what in native_source_problems(text)]
@@ -725,9 +826,7 @@ def own_logger_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
             for t in n.targets:
                 if isinstance(t, ast.Name):
                     made[t.id] = made.get(t.id, 0) + 1
-    bound: dict[str, int] = {}
-    for name in binding_names(tree):
-        bound[name] = bound.get(name, 0) + 1
+    bound = Counter(binding_names(tree))
     loggers = {name for name, count in made.items() if bound.get(name) == count}
     return {
         id(t)
@@ -751,11 +850,18 @@ def _dotted(node: ast.AST, aliases: dict[str, str]) -> str | None:
     return ".".join([aliases.get(node.id, node.id), *reversed(parts)])
 
 
-def own_instance(target: ast.Attribute, name: str | None, parents: dict[int, ast.AST]) -> bool:
-    """Whether `name.attr = ...` sets state on the instance (or class, or autograd ctx) a method received:
-    `name` is the first parameter of the nearest function that binds it, that function is defined in a
-    class body, and the name is never rebound in it. `self = statistics; self.median = f` at module level
-    (or in a plain function) is a patch under a harmless-looking name."""
+def own_instance(
+    target: ast.Attribute,
+    name: str | None,
+    parents: dict[int, ast.AST],
+    handed: Collection[int] = frozenset(),
+) -> bool:
+    """Whether `name.attr = ...` sets state on the instance (or class) a method received, or on the autograd
+    ctx torch hands in: `name` is the first parameter of the nearest function that binds it, that function
+    is a method defined in a class body (not a static method: anything can be passed as its first
+    argument, red team round 9's `_Slot.arm(out, f)` planted `out.detach`) or one of the `handed`
+    functions (torch_ctx_functions), and the name is never rebound in it. `self = statistics;
+    self.median = f` at module level (or in a plain function) is a patch under a harmless-looking name."""
     if name is None:
         return False
     node: ast.AST | None = parents.get(id(target))
@@ -765,12 +871,15 @@ def own_instance(target: ast.Attribute, name: str | None, parents: dict[int, ast
             bound = {a.arg for a in [*params, *node.args.kwonlyargs]}
             bound |= {a.arg for a in (node.args.vararg, node.args.kwarg) if a is not None}
             if name in bound:
-                in_class = isinstance(parents.get(id(node)), ast.ClassDef)
+                method = isinstance(parents.get(id(node)), ast.ClassDef) and not _decorated(
+                    node, "staticmethod"
+                )
                 rebound = any(
                     isinstance(n, ast.Name) and n.id == name and not isinstance(n.ctx, ast.Load)
                     for n in ast.walk(node)
                 )
-                return in_class and bool(params) and params[0].arg == name and not rebound
+                trusted = method or id(node) in handed
+                return trusted and bool(params) and params[0].arg == name and not rebound
         node = parents.get(id(node))
     return False
 
@@ -928,12 +1037,17 @@ def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
                 f.name
                 for f in node.body
                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
-                and not any(
-                    getattr(d, "id", getattr(d, "attr", "")) in ("staticmethod", "classmethod")
-                    for d in f.decorator_list
-                )
+                and not _decorated(f, "staticmethod", "classmethod")
             )
     return out
+
+
+def _decorated(function: ast.AST, *decorators: str) -> bool:
+    """Whether a def carries one of these decorators by name (`@staticmethod`, `@x.staticmethod`)."""
+    return any(
+        getattr(d, "id", getattr(d, "attr", "")) in decorators
+        for d in getattr(function, "decorator_list", [])
+    )
 
 
 def string_annotations(tree: ast.Module) -> set[int]:
@@ -1204,11 +1318,7 @@ def private_stdlib_import(node: ast.AST, local_modules: frozenset[str] = frozens
     else:
         return None
     hit = next(
-        (
-            n
-            for n in names
-            if n.startswith("_") and n.split(".")[0] not in ("__future__", *local_modules)
-        ),
+        (n for n in names if n.startswith("_") and n.split(".")[0] not in ("__future__", *local_modules)),
         None,
     )
     return f"imports {hit!r} (a private module: the C half of a banned one)" if hit else None
@@ -1292,9 +1402,7 @@ def _type_name_read(node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
 def module_string_constants(tree: ast.Module) -> dict[str, str]:
     """Module-level names bound exactly once in the whole file, to a string literal (`ACTIVATION =
     "relu"`): `getattr(F, ACTIVATION)` is then `getattr(F, "relu")`, judged as that literal."""
-    bound: dict[str, int] = {}
-    for name in binding_names(tree):
-        bound[name] = bound.get(name, 0) + 1
+    bound = Counter(binding_names(tree))
     out: dict[str, str] = {}
     for stmt in tree.body:
         if (
@@ -1372,15 +1480,13 @@ def performance_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
     return out
 
 
-def class_fields(tree: ast.Module) -> dict[str, set[str]]:
-    """Class name -> the attributes it declares: class-body assignments and annotations (dataclass
-    fields), and `self.x = ...` in its methods."""
+def class_fields(tree: ast.Module, bindings: Bindings) -> dict[str, set[str]]:
+    """Plain classes of the file's own (bound once, so the name is the class; _plain_class) -> the
+    attributes each declares: class-body assignments and annotations (dataclass fields), and `self.x = ...`
+    in its methods."""
     out: dict[str, set[str]] = {}
-    counts: dict[str, int] = {}
-    for name in binding_names(tree):
-        counts[name] = counts.get(name, 0) + 1
     for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        if counts.get(cls.name) != 1 or not _plain_class(cls):
+        if bindings.counts[cls.name] != 1 or not _plain_class(cls, bindings):
             continue
         names = out.setdefault(cls.name, set())
         for stmt in cls.body:
@@ -1406,15 +1512,14 @@ CONSTRUCTION_HOOKS = frozenset(
 )
 
 
-def _plain_class(cls: ast.ClassDef) -> bool:
+def _plain_class(cls: ast.ClassDef, names: Bindings) -> bool:
     """A class whose instances are what it declares: no bases but `object`, no metaclass or class
-    keywords, no decorator but `dataclass`, no construction or lookup hooks."""
+    keywords, no decorator but dataclasses' own `dataclass` (a `def dataclass(c)` of the file's, or an
+    import under that name, could return any class), no construction or lookup hooks."""
     if cls.keywords or any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases):
         return False
     for deco in cls.decorator_list:
-        target = deco.func if isinstance(deco, ast.Call) else deco
-        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
-        if name != "dataclass":
+        if names.resolve(deco.func if isinstance(deco, ast.Call) else deco) != "dataclasses.dataclass":
             return False
     return not any(
         isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in CONSTRUCTION_HOOKS
@@ -1422,27 +1527,45 @@ def _plain_class(cls: ast.ClassDef) -> bool:
     )
 
 
-def own_field_reads(tree: ast.Module, parents: dict[int, ast.AST]) -> set[int]:
-    """Attribute nodes that read a declared field of a class of the file through an instance of it: a
-    name only ever bound to `Cls(...)`, or a method's own `self`. `EPILOGUE.operator(y, w)` with
-    `operator` a dataclass field is not the module `operator` reached through another module (round 7);
-    `triton.testing.statistics` and `T = triton.testing; T.statistics` still are."""
-    fields = class_fields(tree)
-    bindings: dict[str, list[str | None]] = {}
-    for n in ast.walk(tree):
-        if isinstance(n, ast.arg):
-            bindings.setdefault(n.arg, []).append(None)
-        elif isinstance(n, ast.Name) and not isinstance(n.ctx, ast.Load):
-            parent = parents.get(id(n))
-            made = (
-                isinstance(parent, ast.Assign)
-                and parent.targets == [n]
-                and isinstance(parent.value, ast.Call)
-                and isinstance(parent.value.func, ast.Name)
-                and parent.value.func.id in fields
-            )
-            bindings.setdefault(n.id, []).append(parent.value.func.id if made else None)  # type: ignore[union-attr]
-    instances = {k: v[0] for k, v in bindings.items() if v and v[0] is not None and len(set(v)) == 1}
+# Standard-library classes whose instances are plain namespaces: one the file makes is its own.
+NAMESPACES = frozenset({"types.SimpleNamespace"})
+
+
+def own_instances(tree: ast.Module, names: Bindings, fields: Mapping[str, set[str]]) -> dict[str, str]:
+    """Names every binding of which (binding_names) is `name = Cls(...)`, with Cls one plain class of the
+    file's own (`fields`, class_fields) or a NAMESPACES class -> Cls. Such a name holds an object the file
+    made, of a class that can hand back nothing else: `cfg = Config(); cfg.block = 128` sets its state
+    (round 9), where `cfg = torch.Tensor` or a parameter `cfg` (a module passed in) would be a patch."""
+    made: dict[str, list[str]] = {}
+    for node in ast.walk(tree):
+        target, value = _assigned(node)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Call):
+            func = value.func
+            cls = func.id if isinstance(func, ast.Name) and func.id in fields else names.resolve(func)
+            if cls is not None and (cls in fields or cls in NAMESPACES):
+                made.setdefault(target.id, []).append(cls)
+    return {k: v[0] for k, v in made.items() if len(set(v)) == 1 and names.counts[k] == len(v)}
+
+
+def _assigned(node: ast.AST) -> tuple[ast.expr | None, ast.expr | None]:
+    """The one target and the value of `x = v` or `x: T = v`; (None, None) for anything else."""
+    if isinstance(node, ast.Assign) and len(node.targets) == 1:
+        return node.targets[0], node.value
+    if isinstance(node, ast.AnnAssign) and node.value is not None:
+        return node.target, node.value
+    return None, None
+
+
+def own_field_reads(
+    tree: ast.Module,
+    parents: dict[int, ast.AST],
+    fields: Mapping[str, set[str]],
+    instances: Mapping[str, str],
+) -> set[int]:
+    """Attribute nodes that read a declared field (`fields`, class_fields) of a class of the file through an
+    instance of it: one of `instances` (own_instances), or a method's own `self`. `EPILOGUE.operator(y, w)`
+    with `operator` a dataclass field is not the module `operator` reached through another module (round
+    7); `triton.testing.statistics` and `T = triton.testing; T.statistics` still are."""
     out: set[int] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name)):
@@ -1468,3 +1591,332 @@ def _method_class(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> str 
         up = parents.get(id(up))
     cls = parents.get(id(up)) if up is not None else None
     return cls.name if isinstance(cls, ast.ClassDef) else None
+
+
+# -- Round nine: honest idioms the rules above refused (false-alarm hunt, tests/.../test_policy.py) ---------
+
+
+@dataclass(frozen=True)
+class Bindings:
+    """How often a file binds each name (binding_names), and the names it binds only by imports of one
+    and the same thing: what such a name stands for wherever it is used (`import_aliases` takes the last
+    import of a name and ignores every other binding: `import platform; platform = os`)."""
+
+    counts: Counter[str]
+    steady: dict[str, str]
+
+    @classmethod
+    def of(cls, tree: ast.AST) -> Bindings:
+        targets: dict[str, set[str]] = {}
+        imports: Counter[str] = Counter()
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import | ast.ImportFrom):
+                # `from .helper import W` stands for ".helper.W": own_module_key places it
+                prefix = "." * node.level + (node.module or "") if isinstance(node, ast.ImportFrom) else ""
+                for a in node.names:
+                    if isinstance(node, ast.Import):
+                        target = a.name if a.asname else a.name.split(".")[0]
+                    else:
+                        target = f"{prefix}.{a.name}" if node.module else f"{prefix}{a.name}"
+                    targets.setdefault(_bound_by(a), set()).add(target)
+                    imports[_bound_by(a)] += 1
+        counts = Counter(binding_names(tree))
+        steady = {n: t.pop() for n, t in targets.items() if len(t) == 1 and counts[n] == imports[n]}
+        return cls(counts, steady)
+
+    def resolve(self, node: ast.AST) -> str | None:
+        """The dotted name an expression surely stands for: attributes of a name bound only by imports
+        of one thing (`torch.empty`, `ExitStack` -> contextlib.ExitStack) or never bound (a builtin,
+        `dict`); None for anything else."""
+        base = node
+        while isinstance(base, ast.Attribute):
+            base = base.value
+        if not isinstance(base, ast.Name) or (base.id not in self.steady and self.counts[base.id]):
+            return None
+        return _dotted(node, self.steady)
+
+
+# An autograd ctx: torch makes it and hands it to these static methods of an autograd.Function subclass.
+AUTOGRAD_FUNCTIONS = frozenset({"torch.autograd.Function", "torch.autograd.function.Function"})
+CTX_METHODS = frozenset({"forward", "setup_context", "backward", "jvp", "vjp"})
+AUTOGRAD_CLASS_USES = TYPE_ATTRIBUTES_OK | {"apply"}
+# What leads from a ctx back to its Function class (`ctx._forward_cls.forward(t, ...)` calls forward with any
+# object as its ctx, without naming the class).
+CTX_CLASS_LINKS = frozenset({"_forward_cls", "_backward_cls"})
+OWN_OP_MAKERS = frozenset({"custom_op", "triton_op"})
+
+
+def torch_ctx_functions(tree: ast.Module, names: Bindings, parents: dict[int, ast.AST]) -> set[int]:
+    """Functions (ids) whose first parameter is the ctx torch's autograd hands in, so that `ctx.x = ...`
+    there stores the kernel's own state (own_instance):
+
+    - the static forward/setup_context/backward/jvp/vjp of an autograd.Function subclass the file uses
+      only through `F.apply`, with no method but static ones (a classmethod's `cls.forward(...)`): nothing
+      but autograd calls them, where `F.forward(torch.Tensor, ...)` would make `ctx.clone = f` a patch of
+      torch.Tensor (red team round 9 planted `out.detach` through a static method's first parameter);
+    - module-level functions used only as arguments of `register_autograd` on an operator of the kernel's
+      own (`@torch.library.custom_op("mylib::op")`, or `torch.library.register_autograd("mylib::op", ...)`):
+      custom_op's setup_context(ctx, inputs, output) and backward(ctx, grad), which torch alone calls.
+
+    None where the file names a way from a ctx back to its class (CTX_CLASS_LINKS), as an attribute or a
+    string."""
+    if any(
+        (isinstance(n, ast.Attribute) and n.attr in CTX_CLASS_LINKS) or _literal(n) in CTX_CLASS_LINKS
+        for n in ast.walk(tree)
+    ):
+        return set()
+    uses: dict[str, list[ast.Name]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+            uses.setdefault(node.id, []).append(node)
+
+    def only_applied(cls: ast.ClassDef) -> bool:
+        if any(
+            isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef) and not _decorated(f, "staticmethod")
+            for f in cls.body
+        ):
+            return False
+        for use in uses.get(cls.name, []):
+            parent = parents.get(id(use))
+            if not (isinstance(parent, ast.Attribute) and parent.attr in AUTOGRAD_CLASS_USES):
+                return False
+        return True
+
+    out: set[int] = set()
+    for cls in (n for n in tree.body if isinstance(n, ast.ClassDef)):
+        if (
+            names.counts[cls.name] == 1
+            and any(names.resolve(b) in AUTOGRAD_FUNCTIONS for b in cls.bases)
+            and only_applied(cls)
+        ):
+            out |= {
+                id(f)
+                for f in cls.body
+                if isinstance(f, ast.FunctionDef) and f.name in CTX_METHODS and _decorated(f, "staticmethod")
+            }
+    ops = {
+        f.name
+        for f in tree.body
+        if isinstance(f, ast.FunctionDef)
+        and names.counts[f.name] == 1
+        and any(_makes_own_op(d, names) for d in f.decorator_list)
+    }
+    registered: set[int] = set()
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        func, resolved = call.func, names.resolve(call.func)
+        on_own_op = (
+            isinstance(func, ast.Attribute)
+            and func.attr == "register_autograd"
+            and isinstance(func.value, ast.Name)
+            and func.value.id in ops
+        )
+        by_name = (resolved or "").endswith(".register_autograd") and _own_op_call(call, resolved)
+        if on_own_op or by_name:
+            registered |= {id(a) for a in [*call.args, *(k.value for k in call.keywords)]}
+    for f in tree.body:
+        if (
+            isinstance(f, ast.FunctionDef)
+            and names.counts[f.name] == 1
+            and uses.get(f.name)
+            and all(id(use) in registered for use in uses[f.name])
+        ):
+            out.add(id(f))
+    return out
+
+
+def _makes_own_op(decorator: ast.expr, names: Bindings) -> bool:
+    """`@torch.library.custom_op("mylib::op", ...)` (or triton_op) in a namespace of the kernel's own."""
+    if not isinstance(decorator, ast.Call):
+        return False
+    resolved = names.resolve(decorator.func)
+    return (resolved or "").rpartition(".")[2] in OWN_OP_MAKERS and _own_op_call(decorator, resolved)
+
+
+def bounded_use(node: ast.Attribute, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """A banned attribute name in the one use of it that does nothing the ban is there for."""
+    if node.attr == "system":
+        return _platform_query(node, parents, names)
+    if node.attr == "enter_context":
+        return _scoped_enter(node, parents, names)
+    if node.attr == "__dict__":
+        return _own_namespace_update(node, parents)
+    return False
+
+
+def _platform_query(node: ast.Attribute, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """`platform.system()`: the OS's name. Called with no argument, so even another module's `system`
+    (os.system takes the command) could run nothing."""
+    call = parents.get(id(node))
+    return (
+        names.resolve(node.value) == "platform"
+        and isinstance(call, ast.Call)
+        and call.func is node
+        and not call.args
+        and not call.keywords
+    )
+
+
+EXIT_STACK_USES = frozenset({"enter_context", "callback"})
+_DEFERRED = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef, ast.GeneratorExp)
+
+
+def _scoped_enter(node: ast.Attribute, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """`with contextlib.ExitStack() as stack: stack.enter_context(cm)`: every context entered so is left
+    when the block ends, as a `with cm:` would be. `enter_context` is banned because a context entered by
+    hand and never left is global state (a mode) that outlives the call: so the call must sit in the body
+    of such a block, not in a function (or generator expression) defined there and run later, and the
+    stack name must be bound only by such blocks and used only to enter contexts or add callbacks
+    (`stack.pop_all()` would carry the contexts out of the block, `f(stack)` hand it to code that may)."""
+    stack = node.value
+    call = parents.get(id(node))
+    if not (isinstance(stack, ast.Name) and isinstance(call, ast.Call) and call.func is node):
+        return False
+
+    name = stack.id
+
+    def exit_stack(item: ast.withitem) -> bool:
+        made = item.context_expr
+        return (
+            isinstance(item.optional_vars, ast.Name)
+            and item.optional_vars.id == name
+            and isinstance(made, ast.Call)
+            and names.resolve(made.func) == "contextlib.ExitStack"
+            and not made.args
+            and not made.keywords
+        )
+
+    child: ast.AST = call
+    up = parents.get(id(call))
+    while not (isinstance(up, ast.With) and child in up.body and any(exit_stack(i) for i in up.items)):
+        if up is None or isinstance(up, _DEFERRED):
+            return False
+        child, up = up, parents.get(id(up))
+    scope: ast.AST | None = up
+    while scope is not None and not isinstance(scope, ast.FunctionDef | ast.AsyncFunctionDef | ast.Module):
+        scope = parents.get(id(scope))
+    body = list(ast.walk(scope or up))
+    blocks = [item for item in body if isinstance(item, ast.withitem) and exit_stack(item)]
+    if binding_names(scope or up).count(name) != len(blocks):
+        return False  # also bound otherwise: a parameter, an assignment, `except ... as`, `global`
+    for use in body:
+        if isinstance(use, ast.Name) and use.id == name and isinstance(use.ctx, ast.Load):
+            method = parents.get(id(use))
+            called = parents.get(id(method))
+            if not (
+                isinstance(method, ast.Attribute)
+                and method.attr in EXIT_STACK_USES
+                and isinstance(called, ast.Call)
+                and called.func is method
+            ):
+                return False
+    return True
+
+
+def _own_namespace_update(node: ast.Attribute, parents: dict[int, ast.AST]) -> bool:
+    """`self.__dict__.update(kwargs)` in a method: the instance's own attributes set from keywords, what
+    `self.k = v` for each would do (own_instance: not a static method's first parameter, which could be
+    a torch or harness object). `__dict__` read or handed out anywhere else stays banned."""
+    method = parents.get(id(node))
+    call = parents.get(id(method))
+    return (
+        isinstance(node.value, ast.Name)
+        and isinstance(method, ast.Attribute)
+        and method.attr == "update"
+        and isinstance(call, ast.Call)
+        and call.func is method
+        and own_instance(node, node.value.id, parents)
+    )
+
+
+# Calls that make a new, empty (or copied) container or tensor, when the name called is what it seems.
+FRESH_CONTAINERS = frozenset(
+    {
+        "dict",
+        "list",
+        "set",
+        "collections.defaultdict",
+        "collections.OrderedDict",
+        "collections.deque",
+        "torch.empty",
+        "torch.zeros",
+        "torch.ones",
+        "torch.full",
+    }
+)
+
+
+def fresh_containers(tree: ast.Module) -> frozenset[str]:
+    """Module-level names every binding of which (binding_names) is an assignment, at the top level, of a
+    container made right there: a display or comprehension (`WORKSPACE = {}`) or a FRESH_CONTAINERS call
+    (`collections.defaultdict(list)`, `torch.empty(n)`). Another file of the kernel's that imports such a
+    name holds that container; a name bound to anything else (`ENV = os.environ`, an import, a call that
+    could return a library's dict) is not known to be one."""
+    names = Bindings.of(tree)
+    made: Counter[str] = Counter()
+    for stmt in tree.body:
+        target, value = _assigned(stmt)
+        if isinstance(target, ast.Name) and (
+            isinstance(value, ast.Dict | ast.List | ast.Set | ast.DictComp | ast.ListComp | ast.SetComp)
+            or (isinstance(value, ast.Call) and names.resolve(value.func) in FRESH_CONTAINERS)
+        ):
+            made[target.id] += 1
+    return frozenset(n for n, c in made.items() if names.counts[n] == c)
+
+
+def own_containers(kernel_dir: Path) -> dict[str, frozenset[str]]:
+    """Each Python module of the kernel directory (a dotted path below it: "helper", "pkg.helper"; a
+    package's __init__ before a module file of the same name, as Python finds them) -> fresh_containers;
+    none whose top-level name is also a module's name further down."""
+    out: dict[str, frozenset[str]] = {}
+    for path in kernel_files(kernel_dir):
+        parts = path.relative_to(kernel_dir).with_suffix("").parts
+        package = parts[-1] == "__init__"
+        parts = parts[:-1] if package else parts
+        if path.suffix != ".py" or not parts or not all(p.isidentifier() for p in parts):
+            continue
+        key = ".".join(parts)
+        if key in out and not package:
+            continue
+        try:
+            out[key] = fresh_containers(ast.parse(path.read_text(errors="replace")))
+        except SyntaxError:
+            continue
+    # `helper` is imported from the entry point's own directory first (modules.load_file_module puts it
+    # on sys.path before the kernel directory): a name found below the top level too is not known to be
+    # the top-level file (a `pkg/helper.py` binding WORKSPACE to os.environ beside a clean `helper.py`)
+    deeper = {part for key in out for part in key.split(".")[1:]}
+    return {key: names for key, names in out.items() if key.split(".")[0] not in deeper}
+
+
+def own_module_key(module: str, filename: str, local_modules: frozenset[str]) -> str | None:
+    """The own_containers key of the module an import in `filename` names: `helper` or `pkg.helper` when
+    its top-level name is one of the kernel directory's own (own_modules), `.helper` from the file's own
+    package; None for any other module."""
+    level = len(module) - len(module.lstrip("."))
+    if not level:
+        return module if module and module.split(".")[0] in local_modules else None
+    package = PurePosixPath(filename).parent.parts
+    if level - 1 > len(package):
+        return None
+    parts = [*package[: len(package) - (level - 1)], *filter(None, module[level:].split("."))]
+    return ".".join(parts) or None
+
+
+def own_container_item(
+    target: ast.Subscript,
+    names: Bindings,
+    filename: str,
+    local_modules: frozenset[str],
+    containers: Mapping[str, frozenset[str]],
+) -> bool:
+    """Whether an item assignment writes into a container a module of the kernel's own made
+    (`from helper import WORKSPACE; WORKSPACE[k] = v`, `helper.WORKSPACE[k] = v`): the name is bound only by
+    imports of it, and the module binds it only to a fresh container (own_containers). A name imported from
+    a library, or one the sibling binds to `os.environ`, a re-exported module or anything else, stays
+    "assigns into the module"."""
+    base: ast.AST = target
+    while isinstance(base, ast.Subscript):
+        base = base.value
+    module, _, member = (names.resolve(base) or "").rpartition(".")
+    key = own_module_key(module, filename, local_modules)
+    return key is not None and member in containers.get(key, ())

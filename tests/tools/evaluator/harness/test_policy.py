@@ -118,6 +118,159 @@ CHEATS = {
 }
 
 
+# round 9's false-alarm hunt: each honest idiom, then (in CHEATS) the same rule bent
+AUTOGRAD_SETUP_CONTEXT = (
+    "import torch\nclass Mul(torch.autograd.Function):\n    @staticmethod\n    def forward(x, w):\n"
+    "        return x * w\n    @staticmethod\n    def setup_context(ctx, inputs, output):\n"
+    "        x, w = inputs\n        ctx.save_for_backward(x, w)\n        ctx.scale = 2\n"
+    "    @staticmethod\n    def backward(ctx, g):\n        x, w = ctx.saved_tensors\n"
+    "        return g * w * ctx.scale, g * x\nmul = Mul.apply\n"
+)
+CUSTOM_OP = (
+    "import torch\n@torch.library.custom_op('mylib::mul', mutates_args=())\n"
+    "def mul(x: torch.Tensor, w: torch.Tensor) -> torch.Tensor:\n    return x * w\n"
+    "def setup_context(ctx, inputs, output):\n    ctx.save_for_backward(*inputs)\n    ctx.scale = 2\n"
+    "def backward(ctx, g):\n    x, w = ctx.saved_tensors\n    return g * w, g * x\n"
+)
+HONEST |= {
+    "a field of an own dataclass instance set": (
+        "from dataclasses import dataclass\n@dataclass\nclass Config:\n    block: int = 64\n"
+        "cfg = Config()\ncfg.block = 128\n"
+    ),
+    "an attribute of an own class's instance set in a function": (
+        "class Config:\n    def __init__(self):\n        self.block = 64\n"
+        "def tuned():\n    cfg = Config()\n    cfg.block = 128\n    return cfg\n"
+    ),
+    "autograd setup_context storing on ctx": AUTOGRAD_SETUP_CONTEXT,
+    "autograd forward saving for backward": (
+        "import torch\nclass Scale(torch.autograd.Function):\n    @staticmethod\n"
+        "    def forward(ctx, x, s):\n        ctx.save_for_backward(x)\n        ctx.s = s\n"
+        "        return x * s\n"
+        "    @staticmethod\n    def backward(ctx, g):\n        return g * ctx.s, None\n"
+        "def run(x):\n    return Scale.apply(x, 2.0)\n"
+    ),
+    "custom_op's setup_context and backward": (
+        CUSTOM_OP + "mul.register_autograd(backward, setup_context=setup_context)\n"
+    ),
+    "torch.library.register_autograd on an own op": (
+        CUSTOM_OP + "torch.library.register_autograd('mylib::mul', backward, setup_context=setup_context)\n"
+    ),
+    "a SimpleNamespace config": (
+        "import types\nCFG = types.SimpleNamespace(block=128, warps=4)\nCFG.block = 64\n"
+    ),
+    "SimpleNamespace imported by name": (
+        "from types import SimpleNamespace\nCFG = SimpleNamespace(block=128)\n"
+    ),
+    "inspect.signature of a function": (
+        "import inspect\ndef n_args(fn):\n    return len(inspect.signature(fn).parameters)\n"
+    ),
+    "a lock around a cache": (
+        "import threading\n_LOCK = threading.Lock()\n_CACHE = {}\ndef get(k):\n    with _LOCK:\n"
+        "        return _CACHE.setdefault(k, k)\n"
+    ),
+    "platform.system()": "import platform\nIS_LINUX = platform.system() == 'Linux'\n",
+    "an ExitStack entering streams": (
+        "import contextlib\nimport torch\ndef run(x, streams):\n    with contextlib.ExitStack() as stack:\n"
+        "        for s in streams:\n            stack.enter_context(torch.cuda.stream(s))\n"
+        "        stack.callback(print, 'done')\n        return x + 1\n"
+    ),
+    "self.__dict__.update in an own class": (
+        "class Params:\n    def __init__(self, **kwargs):\n        self.__dict__.update(kwargs)\n"
+    ),
+    "print to stderr": "import sys\ndef warn(msg):\n    print('warning:', msg, file=sys.stderr)\n",
+}
+
+
+CHEATS |= {
+    "a name bound to an own instance and to a class": (
+        "import torch\nclass C:\n    pass\ncfg = C()\nif cfg:\n    cfg = torch.Tensor\ncfg.clone = print\n"
+    ),
+    "a parameter named like an own instance": (
+        "class C:\n    pass\ncfg = C()\ndef plant(cfg, fn):\n    cfg.detach = fn\n"
+    ),
+    "an own instance's field patched": (
+        "import torch\nclass C:\n    def __init__(self):\n        self.t = torch.Tensor\ncfg = C()\n"
+        "cfg.t.clone = print\n"
+    ),
+    "a dataclass decorator of the file's own": (
+        "import torch\ndef dataclass(c):\n    return lambda: torch.Tensor\n"
+        "@dataclass\nclass C:\n    x: int = 0\ncfg = C()\ncfg.clone = print\n"
+    ),
+    "an own class whose __new__ hands back a torch class": (
+        "import torch\nclass C:\n    def __new__(cls):\n        return torch.Tensor\n"
+        "cfg = C()\ncfg.clone = print\n"
+    ),
+    "a static method's first parameter (red team round 9)": (
+        "import torch\nclass S:\n    @staticmethod\n    def arm(t, fn):\n        t.detach = fn\n"
+        "S.arm(torch.empty(1), print)\n"
+    ),
+    "autograd forward called with a torch class as ctx": (
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, f):\n"
+        "        ctx.clone = f\n        return f\nF.forward(torch.Tensor, print)\n"
+    ),
+    "autograd forward called by a classmethod of its class": (
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, f):\n"
+        "        ctx.detach = f\n    @classmethod\n    def apply(cls, t, f):\n"
+        "        return cls.forward(t, f)\nF.apply(torch.empty(1), print)\n"
+    ),
+    "autograd backward called through ctx's class": (
+        "import torch\nclass F(torch.autograd.Function):\n    @staticmethod\n    def forward(ctx, x, fn):\n"
+        "        ctx._forward_cls.backward(x, fn)\n        return x\n    @staticmethod\n"
+        "    def backward(ctx, g):\n        ctx.detach = g\ny = F.apply(torch.empty(1), print)\n"
+    ),
+    "custom_op's setup_context also called by hand": (
+        CUSTOM_OP + "mul.register_autograd(backward, setup_context=setup_context)\n"
+        "setup_context(torch.Tensor, [print], None)\n"
+    ),
+    "setup_context handed to an own register_autograd": (
+        CUSTOM_OP + "class Op:\n    def register_autograd(self, b, setup_context):\n"
+        "        setup_context(torch.Tensor, [print], None)\n"
+        "Op().register_autograd(backward, setup_context=setup_context)\n"
+    ),
+    "types beyond SimpleNamespace": "import types\nNS = types.SimpleNamespace()\nM = types.ModuleType('m')\n",
+    "SimpleNamespace imported beside MethodType": "from types import SimpleNamespace, MethodType\n",
+    "inspect.signature evaluating annotation strings": (
+        "import inspect\ndef f(fn):\n    return inspect.signature(fn, eval_str=True)\n"
+    ),
+    "inspect's frames beside signature": (
+        "import inspect\ndef f(fn):\n    inspect.signature(fn)\n    return inspect.currentframe()\n"
+    ),
+    "inspect.signature taken as a value": "from inspect import signature\nS = signature\n",
+    "a thread started beside a lock": (
+        "import threading\n_LOCK = threading.Lock()\nthreading.Thread(target=print).start()\n"
+    ),
+    "a lock imported beside settrace": "from threading import Lock, settrace\n",
+    "os.system under the name platform": "import os as platform\nplatform.system('id')\n",
+    "platform.system given a command": "import platform\nplatform.system('id')\n",
+    "a context entered on a stack never closed": (
+        "import contextlib\nimport torch\nS = contextlib.ExitStack()\nS.enter_context(torch.no_grad())\n"
+    ),
+    "contexts carried out of the block": (
+        "import contextlib\nimport torch\ndef f(s):\n    with contextlib.ExitStack() as stack:\n"
+        "        stack.enter_context(torch.cuda.stream(s))\n        return stack.pop_all()\n"
+    ),
+    "a context entered later by a function defined in the block": (
+        "import contextlib\nimport torch\nwith contextlib.ExitStack() as stack:\n    def later():\n"
+        "        stack.enter_context(torch.no_grad())\nlater()\n"
+    ),
+    "an own class named ExitStack": (
+        "import torch\nclass ExitStack:\n    def enter_context(self, cm):\n        self.cm = cm\n"
+        "with ExitStack() as stack:\n    stack.enter_context(torch.no_grad())\n"
+    ),
+    "a tensor's namespace updated": "def plant(t, fn):\n    t.__dict__.update(detach=fn)\n",
+    "a static method's first parameter's namespace updated": (
+        "class S:\n    @staticmethod\n    def arm(t, fn):\n        t.__dict__.update(detach=fn)\n"
+    ),
+    "an own instance's namespace handed out": "class C:\n    def f(self):\n        return self.__dict__\n",
+    "the standard stream's buffer": (
+        "import sys\ndef f(x):\n    print(x, file=sys.stderr)\n    return sys.stderr.buffer\n"
+    ),
+    "a print of the file's own given the stream": (
+        "import sys\ndef print(*a, file):\n    file.close()\nprint('x', file=sys.stderr)\n"
+    ),
+}
+
+
 @pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
 def test_an_honest_idiom_scans_clean(source: str) -> None:
     assert scan_source(source, "kernel.py") == []
@@ -174,3 +327,82 @@ def test_a_private_module_of_the_kernels_own_is_imported_but_a_shadowing_name_is
     found = scan_kernel_dir(tmp_path)
     assert [f.split(": ", 1)[0] for f in found] == ["kernel.py:3", "kernel.py:4"], found
     assert scan_source("import _rms_impl\n", "kernel.py") != []  # without the directory: refused
+
+
+def _write_tree(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+
+
+def test_items_of_a_container_a_module_of_the_kernels_own_made_are_written(tmp_path: Path) -> None:
+    """Round 9: `from helper import WORKSPACE` then `WORKSPACE[k] = v` (helper.py beside kernel.py) was
+    refused as "assigns into the module 'WORKSPACE'": every imported name was taken for a module."""
+    _write_tree(
+        tmp_path,
+        {
+            "helper.py": (
+                "import collections\nimport torch\nWORKSPACE = {}\nCOUNTS = collections.defaultdict(int)\n"
+                "SCRATCH: dict = dict()\nBUF = torch.empty(16)\n"
+            ),
+            "kernel.py": (
+                "import helper\nfrom helper import BUF, COUNTS, WORKSPACE\ndef run(k, v):\n"
+                "    WORKSPACE[k] = v\n    COUNTS[k] += 1\n    helper.SCRATCH[k] = v\n    BUF[:2] = 0\n"
+                "    del WORKSPACE[k]\n"
+            ),
+            "pkg/__init__.py": "",
+            "pkg/entry.py": (
+                "from . import state\nfrom .state import CACHE\ndef run(k, v):\n    CACHE[k] = v\n"
+                "    state.CACHE[k] = v\n"
+            ),
+            "pkg/state.py": "CACHE = {}\n",
+        },
+    )
+    assert scan_kernel_dir(tmp_path) == []
+
+
+SIBLING_CHEATS = {
+    "a sibling's name for os.environ": {
+        "helper.py": "import os\nENV = os.environ\n",
+        "kernel.py": "from helper import ENV\nENV['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+    "os.environ re-exported by a sibling": {
+        "helper.py": "from os import environ\n",
+        "kernel.py": "import helper\nhelper.environ['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+    "a container a sibling rebinds later": {
+        "helper.py": (
+            "import os\nWORKSPACE = {}\ndef swap():\n    global WORKSPACE\n    WORKSPACE = os.environ\n"
+        ),
+        "kernel.py": "import helper\nhelper.swap()\nhelper.WORKSPACE['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+    "a dict() of the sibling's own": {
+        "helper.py": "import os\ndef dict():\n    return os.environ\nWORKSPACE = dict()\n",
+        "kernel.py": "from helper import WORKSPACE\nWORKSPACE['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+    "a container's name the kernel also binds to os.environ": {
+        "helper.py": "WORKSPACE = {}\n",
+        "kernel.py": (
+            "import os\nfrom helper import WORKSPACE\ndef f(WORKSPACE=os.environ):\n"
+            "    WORKSPACE['TRITON_PTXAS_PATH'] = '/tmp/x'\n"
+        ),
+    },
+    "a clean top-level helper beside the entry directory's own": {
+        "helper.py": "WORKSPACE = {}\n",
+        "pkg/helper.py": "import os\nWORKSPACE = os.environ\n",
+        "pkg/kernel.py": "from helper import WORKSPACE\nWORKSPACE['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+    "a file named like a module Python finds first": {
+        "os.py": "environ = {}\n",
+        "kernel.py": "from os import environ\nenviron['TRITON_PTXAS_PATH'] = '/tmp/x'\n",
+    },
+}
+
+
+@pytest.mark.parametrize("files", list(SIBLING_CHEATS.values()), ids=list(SIBLING_CHEATS))
+def test_a_container_no_sibling_is_known_to_have_made_stays_a_module(
+    tmp_path: Path, files: dict[str, str]
+) -> None:
+    _write_tree(tmp_path, files)
+    found = scan_kernel_dir(tmp_path)
+    assert any("assigns into the module" in f for f in found), found
