@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .guards import modes_violation
+from .guards import modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
 from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
@@ -380,8 +380,18 @@ class Bench:
             if found not in self.violations:
                 self.violations.append(found)
 
+    def _unplant(self, k: int) -> None:
+        """Before the harness reads or writes copy k (untimed): attributes the kernel set on its tensors
+        that shadow torch.Tensor's are removed and recorded (guards.planted_members: a planted `detach`
+        ran the call's work when the harness read the output)."""
+        outs = [*(self.outs[k] or []), *(self.produced.get(k) or [])] if k < len(self.outs) else []
+        for found in planted_violation([*self.copies[k], *outs]):
+            if found not in self.violations:
+                self.violations.append(found)
+
     def _snapshot(self, k: int) -> list[Any]:
         """What copy k's last call left in its outputs (a tensor cloned, a plain number as it is)."""
+        self._unplant(k)
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
         return [
             o.detach().clone() if type(o) is torch.Tensor else o if type(o) in (int, float, bool) else None
@@ -410,6 +420,7 @@ class Bench:
         `salt` (the parent's burst seed) moves every roll and scale, so a burst's values are new ones."""
         self._look_for_modes()
         k = i % len(self.copies)
+        self._unplant(k)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
             self._write_set(k, self.pool[i % len(self.pool)], i)
             return
@@ -465,6 +476,7 @@ class Bench:
     def write_inputs(self, k: int, values: list[Any]) -> None:
         """Fresh values into copy k's input buffers (re-validation), through each compact base."""
         self._ensure()
+        self._unplant(k)
         for buf, val in zip(self.copies[k], values, strict=True):
             if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor):
                 dst, src = writable(buf), writable(val) if val.shape == buf.shape else val
@@ -560,6 +572,7 @@ class Bench:
 
     def outputs_of(self, k: int) -> list[Any]:
         """Copy k's outputs as the last call or replay left them."""
+        self._unplant(k)
         return list(self.outs[k]) if self.runner.dps else list(self.produced[k])
 
     def replay(self, k: int) -> list[Any]:

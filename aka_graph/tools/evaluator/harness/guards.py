@@ -273,6 +273,7 @@ class Sentinel:
         }
         self.env = reserved_env()
         self.threads = {t.ident for t in threading.enumerate()}
+        self.hooks = interpreter_hooks()
 
     def violations(self) -> list[str]:
         found = []
@@ -302,8 +303,60 @@ class Sentinel:
         extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if extra:
             found.append(f"threads left running: {', '.join(t.name for t in extra)}")
+        hooks = interpreter_hooks()
+        found += [
+            f"{what} was changed: the interpreter runs code of the kernel's between the harness's steps"
+            for what, value in hooks.items()
+            if value != self.hooks.get(what)
+        ]
         found += modes_violation()
         return found
+
+
+def interpreter_hooks() -> dict[str, Any]:
+    """The interpreter's own hooks and schedules a kernel could run code from between the harness's steps
+    (red team round 9: `gc.set_threshold(1, ...)` plus a `gc.callbacks` entry precomputed the answer at
+    every harness allocation after it wrote new inputs). Compared by value: their identities (a new
+    callbacks list, the same threshold) are what the kernel changes. torch, Triton and torch.compile
+    leave all of them alone."""
+    import gc
+
+    return {
+        "gc.callbacks": list(gc.callbacks),
+        "gc.get_threshold()": gc.get_threshold(),
+        "gc.isenabled()": gc.isenabled(),
+        "sys.getprofile()": sys.getprofile(),
+        "sys.gettrace()": sys.gettrace(),
+        "threading.getprofile()": threading.getprofile(),
+        "threading.gettrace()": threading.gettrace(),
+    }
+
+
+def planted_violation(values: list[Any]) -> list[str]:
+    """`planted_members` of `values` as the violation to report ([] when there are none)."""
+    names = sorted(set(planted_members(values)))
+    if not names:
+        return []
+    return [
+        f"the kernel set {', '.join(names)} on a tensor the harness reads, shadowing torch.Tensor's own: "
+        "the harness's read would have run the kernel's code outside the timed call"
+    ]
+
+
+def planted_members(values: list[Any]) -> list[str]:
+    """Attributes set on a tensor's own instance that shadow a member of torch.Tensor, removed (so the
+    harness's next read runs torch's method), each as 'name'. A method found on the instance wins over the
+    class's: red team round 9 planted a `detach` on the output buffer during the timed call, and the
+    harness's untimed read of the output (`o.detach()`) ran the call's work. Honest kernels set no
+    attributes on the harness's tensors; a tag of their own that shadows nothing is left alone."""
+    found = []
+    for v in values:
+        if type(v) is torch.Tensor:
+            own = vars(v)
+            for name in [k for k in own if hasattr(torch.Tensor, k)]:
+                del own[name]
+                found.append(name)
+    return found
 
 
 def _library_setting(name: str, before: str | None, now: str | None) -> bool:

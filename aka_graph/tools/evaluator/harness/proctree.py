@@ -55,18 +55,38 @@ if hasattr(signal, "SIGIO"):
     TIMER_SIGNALS[signal.SIGIO] = "SIGIO"
 
 
-def caught_timer_signals(pid: int) -> list[str]:
-    """The timer signals process `pid` has a handler for (its SigCgt mask in /proc), [] if it is gone."""
+# Signals a process may come to catch for a reason of its own that is no timer: the fatal ones (a crash
+# reporter such as faulthandler dumps a traceback on them), and the C library's below. Their handlers
+# never run between the harness's steps unless something raises them, and raising or delivering signals
+# is the policy's to ban.
+FATAL_SIGNALS = frozenset(
+    int(s) for s in (signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
+)
+# glibc's own (32, 33: thread cancellation and set*id across threads), caught from the first thread a
+# process starts on (seen: an honest kernel's helper thread made the worker catch signal 33)
+LIBC_SIGNALS = frozenset(range(32, int(signal.SIGRTMIN)))
+
+
+def caught_signals(pid: int) -> set[int]:
+    """The signals process `pid` has a handler for (its SigCgt mask in /proc), empty if it is gone."""
     try:
         status = Path(f"/proc/{pid}/status").read_text()
     except OSError:
-        return []
+        return set()
     line = next((x for x in status.splitlines() if x.startswith("SigCgt:")), "")
     try:
         mask = int(line.split(":", 1)[1].strip(), 16) if line else 0
     except ValueError:
-        return []
-    return [name for sig, name in TIMER_SIGNALS.items() if mask >> (int(sig) - 1) & 1]
+        return set()
+    return {bit + 1 for bit in range(mask.bit_length()) if mask >> bit & 1}
+
+
+def signal_name(number: int) -> str:
+    """SIGUSR2 for 12; "signal 40" for a real-time one (no name of its own)."""
+    try:
+        return signal.Signals(number).name
+    except ValueError:
+        return f"signal {number}"
 
 
 def thread_ids(pid: int) -> set[int]:

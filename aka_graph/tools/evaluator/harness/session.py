@@ -136,6 +136,9 @@ class KernelState:
         # worker runs on one thread, BLAS and OpenMP included; a GPU runtime starts threads of its own.
         self.counts_threads = session.device.type == "cpu"
         self.host_threads: set[tuple[int, int]] | None = None
+        # the signals the worker catches before the kernel is loaded (taken with the first request, on every
+        # device): one caught later is a handler of the kernel's, code run between the harness's steps
+        self.caught_before: set[tuple[int, int]] | None = None
 
     @property
     def passed(self) -> bool:
@@ -150,8 +153,11 @@ class KernelState:
         """One request under the watchdog; None when the worker had to be stopped (recorded)."""
         if self.worker is None:
             return None
-        if self.counts_threads and self.host_threads is None:
-            self.host_threads = self.worker.os_threads(self.worker.own_pids())
+        if self.caught_before is None:
+            first = self.worker.own_pids()
+            self.caught_before = self.worker.caught(first)
+            if self.counts_threads:
+                self.host_threads = self.worker.os_threads(first)
         try:
             reply = self.worker.request(msg, timeout_s)
         except ChannelTimeout:
@@ -192,12 +198,14 @@ class KernelState:
                 "looks; kernels start no threads",
             )
             return None
-        handlers = self.worker.timer_handlers(own)  # checked after every reply: a timer needs its handler
+        # checked after every reply: a timer needs its handler (round 8: SIGALRM from Python; round 9:
+        # SIGUSR2 from a C++ extension's POSIX timer, which starts no thread)
+        handlers = self.worker.signal_handlers(own, self.caught_before)
         if handlers:
             self.worker.kill()
             self.stop(
                 "REWARD_HACK",
-                f"the kernel's process catches {', '.join(handlers)}: a timer's signal handler runs code "
+                f"the kernel's process catches {', '.join(handlers)}: a signal handler (a timer's) runs code "
                 "between the harness's steps, where no clock looks; kernels install no signal handlers",
             )
             return None

@@ -19,7 +19,7 @@ import torch
 from .bench import Bench, FreshSets, park_large, value_bytes
 from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
-from .guards import Sentinel, output_violations, quiet_library_threads
+from .guards import Sentinel, output_violations, planted_violation, quiet_library_threads
 from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
@@ -69,7 +69,7 @@ def _failure(exc: BaseException) -> dict[str, Any]:
 def _sendable(r: Any) -> Any:
     """An output as the parent receives it: a tensor, a Python number (a `shape: null` output), else None."""
     if type(r) is torch.Tensor:
-        return r.detach()
+        return torch.Tensor.detach(r)  # torch's own, whatever the instance carries (guards.planted_members)
     return r if type(r) in (int, float, bool) else None
 
 
@@ -157,7 +157,8 @@ class Worker:
         """One call under the checks; `exact`: inputs compared with a clone, else by fingerprint (memory)."""
         originals = InputSnapshot(inputs, exact)
         result = runner.invoke(inputs, outputs, rng_seed=rng_seed)
-        violations: list[str] = []
+        # first, before any method of a tensor the kernel touched runs (guards.planted_members)
+        violations: list[str] = planted_violation([*result, *(outputs or []), *inputs])
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
             snap = [r.clone() if type(r) is torch.Tensor else r for r in result]

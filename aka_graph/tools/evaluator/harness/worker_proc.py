@@ -276,14 +276,30 @@ class WorkerProcess:
             below = [p for p in below if p.ppid != self.pid]
         return below
 
-    def timer_handlers(self, own: set[int]) -> list[str]:
-        """Timer signals the worker's own processes (`own_pids`) catch, read from /proc by us
-        (proctree.TIMER_SIGNALS): honest kernels install no signal handlers."""
-        from .proctree import caught_timer_signals
+    def signal_handlers(self, own: set[int], before: set[tuple[int, int]]) -> list[str]:
+        """Signals the worker's own processes (`own_pids`) catch that they did not catch `before` (the
+        kernel loaded), or timer signals whenever caught (proctree.TIMER_SIGNALS), read from /proc by us:
+        honest kernels install no signal handlers (a handler runs code between the harness's steps)."""
+        from .proctree import FATAL_SIGNALS, LIBC_SIGNALS, TIMER_SIGNALS, caught_signals, signal_name
 
         if self.proc.poll() is not None:
             return []
-        return sorted({name for pid in own for name in caught_timer_signals(pid)})
+        timers = {int(s) for s in TIMER_SIGNALS}
+        found = {
+            sig
+            for pid in own
+            for sig in caught_signals(pid)
+            if sig in timers or ((pid, sig) not in before and sig not in FATAL_SIGNALS | LIBC_SIGNALS)
+        }
+        return [signal_name(sig) for sig in sorted(found)]
+
+    def caught(self, own: set[int]) -> set[tuple[int, int]]:
+        """(pid, signal) of every signal the worker's own processes catch now (the baseline)."""
+        from .proctree import caught_signals
+
+        if self.proc.poll() is not None:
+            return set()
+        return {(pid, sig) for pid in own for sig in caught_signals(pid)}
 
     def os_threads(self, own: set[int]) -> set[tuple[int, int]]:
         """(pid, tid) of every OS thread of the worker's own processes (`own_pids`), read from /proc."""

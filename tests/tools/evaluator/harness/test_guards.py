@@ -12,11 +12,15 @@ from __future__ import annotations
 
 import io
 import string
+import sys
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
+import torch
 
+from aka_graph.tools.evaluator.harness.guards import Sentinel
 from aka_graph.tools.evaluator.harness.policy import scan_source
 from tests.tools.evaluator.harness.test_gates import (
     BATCH1,
@@ -411,3 +415,50 @@ def test_the_worker_switches_tqdms_monitor_off_and_any_monitor_thread_is_flagged
             monitor.exit()
     finally:
         tqdm.tqdm.monitor_interval = saved
+
+
+def test_an_attribute_planted_on_a_tensor_is_removed_and_named_before_the_harness_reads_it() -> None:
+    """Red team round 9: a `detach` set on the output buffer's instance ran the call's work when the
+    harness read the output; a tag that shadows nothing of torch.Tensor's is the kernel's own business."""
+    from aka_graph.tools.evaluator.harness.guards import planted_members, planted_violation
+
+    out, tagged = torch.zeros(4), torch.ones(2)
+    ran: list[str] = []
+    out.detach = lambda: ran.append("work") or out  # type: ignore[method-assign]
+    tagged.my_block_size = 128  # type: ignore[attr-defined]
+    assert planted_members([out, tagged, 3.0]) == ["detach"]
+    out.detach()  # torch's own now
+    assert not ran and vars(tagged) == {"my_block_size": 128}
+    out.clone = lambda: out  # type: ignore[method-assign]
+    assert "clone on a tensor the harness reads" in planted_violation([out])[0]
+    assert planted_violation([out]) == []  # removed by the first look
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        "gc.callbacks.append(lambda phase, info: None)",
+        "gc.set_threshold(1, 1000000, 1000000)",
+        "gc.disable()",
+        "sys.setprofile(lambda *a: None)",
+        "threading.settrace(lambda *a: None)",
+    ],
+)
+def test_the_sentinel_names_interpreter_hooks_the_kernel_changed(change: str) -> None:
+    """Red team round 9: gc.set_threshold(1, ...) and a gc.callbacks hook ran the kernel's code at every
+    harness allocation; the sentinel compares the hooks with their values before the kernel loaded."""
+    import gc
+
+    saved = (list(gc.callbacks), gc.get_threshold(), gc.isenabled(), sys.getprofile(), threading.gettrace())
+    sentinel = Sentinel()
+    try:
+        exec(change, {"gc": gc, "sys": sys, "threading": threading})
+        found = sentinel.violations()
+        assert any("was changed: the interpreter runs code of the kernel's" in f for f in found), found
+    finally:
+        gc.callbacks[:] = saved[0]
+        gc.set_threshold(*saved[1])
+        (gc.enable if saved[2] else gc.disable)()
+        sys.setprofile(saved[3])
+        threading.settrace(saved[4])  # type: ignore[arg-type]
+    assert not [f for f in Sentinel().violations() if "was changed" in f]

@@ -130,3 +130,54 @@ def test_cpu_time_of_a_thread_that_exited_still_counts() -> None:
     assert before is not None and after is not None
     assert after[0] - before[0] >= 390_000_000  # the precise figure, to the nanosecond
     assert cpu_delta_ns(before, after) >= 300_000_000  # 0.4 s less two ticks of rounding
+
+
+def _process_that(code: str) -> subprocess.Popen:  # type: ignore[type-arg]
+    """A Python child that prints `ready` before and `done` after running `code`, then waits."""
+    script = textwrap.dedent(
+        f"""
+        import sys, threading, time
+        print("ready", flush=True)
+        sys.stdin.readline()
+        {code}
+        print("done", flush=True)
+        time.sleep(60)
+        """
+    )
+    return subprocess.Popen(
+        [sys.executable, "-c", script], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+
+
+@pytest.mark.parametrize(
+    ("code", "flagged"),
+    [
+        ("import signal; signal.signal(signal.SIGUSR2, lambda *a: None)", ["SIGUSR2"]),  # round 9's C timer
+        ("import signal; signal.signal(signal.SIGALRM, lambda *a: None)", ["SIGALRM"]),
+        ("import signal; signal.signal(signal.SIGRTMIN + 3, lambda *a: None)", ["signal 37"]),
+        # honest: a crash reporter, and glibc's own handlers the first thread brings (signals 32, 33)
+        ("import faulthandler; faulthandler.enable()", []),
+        ("threading.Thread(target=lambda: None).start()", []),
+    ],
+)
+def test_signals_caught_after_the_baseline_are_named_bar_crash_reporters_and_the_c_library(
+    code: str, flagged: list[str]
+) -> None:
+    from types import SimpleNamespace
+
+    from aka_graph.tools.evaluator.harness.worker_proc import WorkerProcess
+
+    child = _process_that(code)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        worker = SimpleNamespace(proc=child)  # what the two readers use of a WorkerProcess
+        before = WorkerProcess.caught(worker, {child.pid})  # type: ignore[arg-type]
+        assert not WorkerProcess.signal_handlers(worker, {child.pid}, before)  # type: ignore[arg-type]
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        assert WorkerProcess.signal_handlers(worker, {child.pid}, before) == flagged  # type: ignore[arg-type]
+    finally:
+        child.kill()
+        child.wait()

@@ -20,7 +20,7 @@
   signal module was reached as `torch.utils.data._utils.signal_handling.signal` (`signal` is left out of
   the policy's foreign modules for torch.signal). Now: the policy bans reaching `signal` through any
   module but torch and bans arming timers or sending signals by name, and behind it the parent reads the
-  worker's caught signals from /proc after every reply (proctree.caught_timer_signals).
+  worker's caught signals from /proc after every reply (proctree.caught_signals).
 - redteam8b_raw_thread (a second red-team pass): the same precomputing, by a thread telnetlib's
   `mt_interact` starts through `_thread` (never listed by `threading.enumerate()`, which the worker's
   "threads left running" check reads): PASSed at 100-445 us against an honest 480-1270 us with the policy

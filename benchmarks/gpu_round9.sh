@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Round 9 on the H200, one call (run from the repo root through the device tool, carry [".gpu"]):
+#   bash benchmarks/gpu_round9.sh verify  round 9's changes (the parent's timing burst checked for
+#   correctness in the CUDA-event fallback, the policy's relaxations) and round 8's unverified fix (an
+#   empty serving step's capture): honest controls, uncapturable kernels (honest and burst-skipping),
+#   every cheat through one warm service, every class fixture with its own reference, the burst tests,
+#   round 8's candidates on CUDA, and which OS threads a GPU process gains (probe_gpu_threads.py).
+# Output: $OUT/round9_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+ROUND=round9
+CALL=${1:?verify}
+source benchmarks/gpu_steps.sh
+
+C=tests/tools/evaluator/harness/candidates
+F=tests/fixtures
+# OPERATOR KERNEL: one evaluation on CUDA, its verdict and each workload's timing
+eval_on_cuda() {
+  local op=$1 kernel=$2 name
+  name=$(basename "$op")_$(basename "$kernel")
+  python3 -m aka_graph evaluate "$op" "$kernel" --device cuda --json > "$WORK/$name.json"
+  python3 - "$WORK/$name.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(sys.argv[2], r.get("status"), str(r.get("message", ""))[:300])
+for w in r.get("workloads", []):
+    print(" ", w["id"][:16], w["status"], w.get("timing_method"), "lat", w.get("latency_us"),
+          "ref", w.get("reference_latency_us"))
+PY
+}
+case $CALL in
+verify)
+  run threads 90 python3 benchmarks/probe_gpu_threads.py
+  run adversarial 200 "${PYT[@]}" -s tests/gpu/test_adversarial_gpu.py \
+      -k "side_stream or honest or uncapturable" --junitxml "$WORK/adversarial.xml"
+  run burst 150 "${PYT[@]}" tests/gpu/test_burst_inputs_gpu.py --junitxml "$WORK/burst.xml"
+  run classes 150 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  export -f eval_on_cuda && export WORK C F
+  run candidates 150 bash -c '
+      eval_on_cuda $F/sol/r8_kv_cache_empty_step $C/honest8_kv_cache_index_copy
+      eval_on_cuda $F/sol/r8_kv_cache_empty_step $C/redteam8_skip_cache_write
+      eval_on_cuda $F/native_two_outputs $C/honest8_two_outputs
+      eval_on_cuda $F/sol/r8_dropout_empty_batch $C/honest8_dropout_reference
+      eval_on_cuda ../shared/fixtures/sol-execbench/rmsnorm tests/gpu/candidates/adv_uncapturable_burst_skip'
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
+  ;;
+*) echo "unknown call $CALL (verify)"; exit 2 ;;
+esac
+say "done"
+for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done
