@@ -5,6 +5,9 @@
 #   empty serving step's capture): honest controls, uncapturable kernels (honest and burst-skipping),
 #   every cheat through one warm service, every class fixture with its own reference, the burst tests,
 #   round 8's candidates on CUDA, and which OS threads a GPU process gains (probe_gpu_threads.py).
+#   bash benchmarks/gpu_round9.sh verify2  after round 9's red-team fixes: the honest controls and sentinel
+#   false-alarm tests alone on the GPU (torch.compile, custom ops, Triton ops: new signals, interpreter
+#   hooks, planted members must not fire), every cheat through one warm service, the class fixtures.
 # Output: $OUT/round9_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -46,7 +49,19 @@ verify)
   run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
       --junitxml "$WORK/warm_service.xml"
   ;;
-*) echo "unknown call $CALL (verify)"; exit 2 ;;
+verify2)  # after the red team's routes were closed (planted members, interpreter hooks, new signals, the
+  # policy's native and format rules) and wrong-when-timed calls were labelled by an untimed call
+  honest_alone 240
+  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
+  run classes 150 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  export -f eval_on_cuda && export WORK C F
+  run candidates 120 bash -c '
+      eval_on_cuda ../shared/fixtures/sol-execbench/rmsnorm tests/gpu/candidates/adv_uncapturable_burst_skip
+      eval_on_cuda ../shared/fixtures/sol-execbench/rmsnorm $C/redteam_control_torch_compile'
+  ;;
+*) echo "unknown call $CALL (verify, verify2)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done

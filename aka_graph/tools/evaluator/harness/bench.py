@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .guards import modes_violation, planted_violation
+from .guards import between_steps_violations, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
 from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
@@ -372,11 +372,12 @@ class Bench:
         for t, p in zip(outs, self.poisons[i % 2], strict=True):
             t.copy_(p)
 
-    def _look_for_modes(self) -> None:
-        """Between timed calls (untimed): a torch mode the candidate left active during a call and exits
-        before the round's last check would see the harness's reads and writes here (its deferred work
-        done outside the clock)."""
-        for found in modes_violation():
+    def _look_for_modes(self, everything: bool = True) -> None:
+        """Between timed calls (untimed), before the harness touches the buffers: a torch mode the candidate
+        left active during a call and exits before the round's last check, a gc callback, a kernel
+        registered for the aten ops the harness is about to run (guards.Sentinel.between_steps) would
+        each see the harness's reads and writes here (its deferred work done outside the clock)."""
+        for found in between_steps_violations() if everything else modes_violation():
             if found not in self.violations:
                 self.violations.append(found)
 
@@ -418,7 +419,7 @@ class Bench:
         Only an input's compact base is written (an expanded input's elements share memory).
         `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn.
         `salt` (the parent's burst seed) moves every roll and scale, so a burst's values are new ones."""
-        self._look_for_modes()
+        self._look_for_modes(everything=fresh_sets)  # (a burst's perturbation: the torch modes alone, ~us)
         k = i % len(self.copies)
         self._unplant(k)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)

@@ -274,6 +274,9 @@ class Sentinel:
         self.env = reserved_env()
         self.threads = {t.ident for t in threading.enumerate()}
         self.hooks = interpreter_hooks()
+        self.dispatch = DispatchTables()
+        veto_audit_hooks()
+        _CURRENT[:] = [self]
 
     def violations(self) -> list[str]:
         found = []
@@ -303,14 +306,235 @@ class Sentinel:
         extra = [t for t in threading.enumerate() if t.ident not in self.threads and t.is_alive()]
         if extra:
             found.append(f"threads left running: {', '.join(t.name for t in extra)}")
+        found += self.between_steps()
+        return found
+
+    def between_steps(self) -> list[str]:
+        """The checks cheap enough for every untimed step of the harness (bench.py runs them before it
+        reads or writes the kernel's buffers): the interpreter's hooks, torch's dispatch of the ops the
+        harness calls, audit hooks, torch modes. Each is a way to run the kernel's code in the harness's
+        own untimed work (red team round 9)."""
         hooks = interpreter_hooks()
-        found += [
+        found = [
             f"{what} was changed: the interpreter runs code of the kernel's between the harness's steps"
             for what, value in hooks.items()
             if value != self.hooks.get(what)
         ]
+        changed = self.dispatch.changed()
+        if changed:
+            found.append(
+                f"torch's dispatch of {', '.join(changed[:6])} was changed (a kernel registered for torch's "
+                "own operators): the harness's own tensor operations would run the kernel's code"
+            )
+        if AUDIT_ATTEMPTS:
+            found.append(
+                "the kernel added an audit hook (sys.addaudithook): code run on the harness's events"
+            )
         found += modes_violation()
         return found
+
+
+# The aten operators the harness runs on the kernel's buffers in its untimed steps (writing fresh inputs,
+# poisoning outputs, cloning kept outputs, fingerprints, re-validation) and while drawing inputs. A kernel
+# registered for one of them (`TORCH_LIBRARY_IMPL(aten, AutogradCPU, m)`, `torch.library.impl`), or a
+# backend fallback under them, runs its code there: red team round 9b precomputed in the harness's copy_.
+WATCHED_OPS = tuple(
+    f"aten::{name}"
+    for name in [
+        "copy_",
+        "clone",
+        "detach",
+        "detach_",
+        "alias",
+        "lift_fresh",
+        "_to_copy",
+        "to.dtype",
+        "to.device",
+        "to.dtype_layout",
+        "contiguous",
+        "empty.memory_format",
+        "empty_strided",
+        "empty_like",
+        "zeros_like",
+        "ones_like",
+        "full_like",
+        "new_empty",
+        "new_empty_strided",
+        "zero_",
+        "fill_.Scalar",
+        "fill_.Tensor",
+        "mul_.Tensor",
+        "mul_.Scalar",
+        "mul.Tensor",
+        "mul.Scalar",
+        "add_.Tensor",
+        "add.Tensor",
+        "sub.Tensor",
+        "div.Tensor",
+        "neg",
+        "abs",
+        "roll",
+        "view",
+        "reshape",
+        "_reshape_alias",
+        "as_strided",
+        "expand",
+        "select.int",
+        "slice.Tensor",
+        "permute",
+        "flatten.using_ints",
+        "t",
+        "transpose.int",
+        "unsqueeze",
+        "squeeze.dim",
+        "index.Tensor",
+        "index_put_",
+        "index_select",
+        "bitwise_xor_.Scalar",
+        "bitwise_xor.Scalar",
+        "bitwise_and.Scalar",
+        "bitwise_not",
+        "uniform_",
+        "normal_",
+        "random_",
+        "random_.from",
+        "random_.to",
+        "bernoulli_.float",
+        "exponential_",
+        "randn",
+        "rand",
+        "randint.low",
+        "randint",
+        "randperm",
+        "normal.Tensor_float",
+        "arange.start_step",
+        "arange",
+        "full",
+        "ones",
+        "zeros",
+        "cat",
+        "stack",
+        "eq.Tensor",
+        "eq.Scalar",
+        "ne.Tensor",
+        "equal",
+        "isnan",
+        "isinf",
+        "isfinite",
+        "isclose",
+        "allclose",
+        "where.self",
+        "lt.Tensor",
+        "gt.Tensor",
+        "le.Tensor",
+        "ge.Tensor",
+        "maximum",
+        "minimum",
+        "max",
+        "min",
+        "amax",
+        "sum",
+        "sum.dim_IntList",
+        "mean",
+        "count_nonzero",
+        "nonzero",
+        "sort",
+        "argsort",
+        "topk",
+        "_local_scalar_dense",
+        "item",
+        "view_as_real",
+        "view_as_complex",
+        "resize_",
+        "set_.source_Storage_storage_offset",
+        "_copy_from",
+        "_copy_from_and_resize",
+    ]
+)
+
+
+def dispatch_tables() -> dict[str, str]:
+    """Each watched operator's computed dispatch table as torch prints it (`DispatchTables.changed`)."""
+    tables = {}
+    for op in WATCHED_OPS:
+        try:
+            tables[op] = torch._C._dispatch_dump_table(op)
+        except RuntimeError:  # an operator this torch does not have
+            continue
+    return tables
+
+
+def runtime_entries(table: str) -> tuple[str, ...]:
+    """A dispatch table's entries for the keys a real tensor passes through in eager mode: Meta and the
+    other tracing keys change when torch.compile loads its registrations, these do not (measured with
+    torch.compile, a custom op and torch._refs/_prims/_decomp/_meta_registrations imported)."""
+    return tuple(line for line in table.splitlines() if line.split(":", 1)[0] in RUNTIME_KEYS)
+
+
+class DispatchTables:
+    """The watched operators' dispatch as it was before the kernel loaded."""
+
+    def __init__(self) -> None:
+        self.text = dispatch_tables()
+        self.entries = {op: runtime_entries(t) for op, t in self.text.items()}
+
+    def changed(self) -> list[str]:
+        """Watched operators whose eager dispatch differs now (a table whose text is the same is not parsed:
+        a check costs ~1.5 ms; one that differs only outside the eager keys is taken as the new text)."""
+        found = []
+        for op, text in dispatch_tables().items():
+            if text == self.text.get(op):
+                continue
+            if runtime_entries(text) != self.entries.get(op):
+                found.append(op)
+            else:
+                self.text[op] = text
+        return found
+
+
+RUNTIME_KEYS = frozenset(
+    [
+        "CPU",
+        "CUDA",
+        "AutogradCPU",
+        "AutogradCUDA",
+        "AutogradOther",
+        "ADInplaceOrView",
+        "BackendSelect",
+        "Python",
+        "PythonTLSSnapshot",
+        "PreDispatch",
+        "Conjugate",
+        "Negative",
+        "ZeroTensor",
+        "AutocastCPU",
+        "AutocastCUDA",
+        "Undefined",
+    ]
+)
+_CURRENT: list[Sentinel] = []  # this worker's sentinel (between_steps_violations)
+AUDIT_ATTEMPTS: list[str] = []  # audit hooks the kernel tried to add (refused: veto_audit_hooks)
+_VETO_INSTALLED: list[bool] = []
+
+
+def _veto(event: str, args: tuple[Any, ...]) -> None:
+    if event == "sys.addaudithook":
+        AUDIT_ATTEMPTS.append(event)
+        raise RuntimeError("the evaluation's worker takes no audit hooks")  # the new hook is not added
+
+
+def between_steps_violations() -> list[str]:
+    """`Sentinel.between_steps` of this worker's sentinel (the torch modes alone before there is one)."""
+    return _CURRENT[0].between_steps() if _CURRENT else modes_violation()
+
+
+def veto_audit_hooks() -> None:
+    """Before the kernel is imported: a hook of the harness that refuses every later audit hook. An audit
+    hook cannot be removed and no one lists it; red team round 9b's ran on the sentinel's own attribute
+    reads, removing a gc callback just before the sentinel looked and putting it back after."""
+    if not _VETO_INSTALLED:
+        sys.addaudithook(_veto)
+        _VETO_INSTALLED.append(True)
 
 
 def interpreter_hooks() -> dict[str, Any]:

@@ -24,7 +24,7 @@ from .spans import reset as reset_spans
 from .spans import snapshot as spans_snapshot
 from .spans import span
 from .speed_of_light import below_bound, utilization, warm_up
-from .spotcheck import burst_inputs, outside_work, verify_timed_calls
+from .spotcheck import burst_inputs, labelled, outside_work, verify_timed_calls
 from .timing import summary_mismatch
 from .trusted import contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
@@ -209,22 +209,23 @@ def _time_round(
         if reply["reval_digest"] != fresh_digest:
             probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
         checked = [reply["reval_outputs"], *reply.get("reval_more", [])]  # the last copy, then copy 0
-        if probe.status != "PASS" or not all(
-            session.judge_outputs(probe, got, want, idx, "re-validation") for got in checked
-        ):
-            verdict.fail(
-                "REWARD_HACK",
-                "the timed invocation is wrong on fresh inputs written into its "
-                f"buffers (re-validation after timing): {probe.message}",
-            )
+        what = "the timed invocation is wrong on fresh inputs written into its buffers"
+        what += " (re-validation after timing)"
+        if probe.status != "PASS":  # other inputs than the parent's: the worker's report was edited
+            verdict.fail("REWARD_HACK", f"{what}: {probe.message}")
+            return None
+        if not all(session.judge_outputs(probe, got, want, idx, "re-validation") for got in checked):
+            how = "it computes differently when timed"
+            verdict.fail(*labelled(session, ks, idx, reval[0], f"{what}: {probe.message}", how, reval[1]))
             return None
     with span("timing.spotcheck"):
-        wrong = verify_timed_calls(session, ks, idx, reply, pool_seed)
+        found = verify_timed_calls(session, ks, idx, reply, pool_seed)
     with span("timing.graphcheck"):
-        wrong = wrong or verify_graph_copies(session, ks, idx, reply, pool_seed)  # graphcheck.py
-    wrong = wrong or outside_work(session, ks, helpers_before)  # before any burst (a fork per call is slow)
-    if wrong is not None or not ks.alive:
-        verdict.fail(*(("REWARD_HACK", wrong) if wrong is not None else ks.error))
+        wrong = None if found else verify_graph_copies(session, ks, idx, reply, pool_seed)  # graphcheck.py
+    wrong = wrong or (None if found else outside_work(session, ks, helpers_before))  # before any burst
+    found = found or (("REWARD_HACK", wrong) if wrong is not None else None)
+    if found is not None or not ks.alive:
+        verdict.fail(*(found or ks.error))
         return None
     latency = float(reply["latency_us"])
     # summarized again here: the worker's `statistics` is the candidate's too (a patched median)

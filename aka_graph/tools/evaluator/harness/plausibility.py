@@ -118,7 +118,7 @@ class BurstInputs:
     """Fresh inputs for each eager burst and the check of its outputs (see the module docstring)."""
 
     stage: Callable[[int, int], bool]  # (salt, reps): the worker drew one set per call
-    verify: Callable[[int, int], str | None]  # (salt, reps): the REWARD_HACK message, or None
+    verify: Callable[[int, int], tuple[str, str] | None]  # (salt, reps): the finding, or None
 
 
 Clock = Callable[[], Any]  # CPU time (ns), or (precise, coarse) ns (proctree.tree_cpu_pair), or None
@@ -224,8 +224,7 @@ def check(
         estimate = min(decided) if decided else 0.0
         message = implausible(reported_us, estimate, reps, calls, tol)
         if message is None:
-            wrong = inputs.verify(salt, reps) if staged and inputs is not None else None
-            return ("REWARD_HACK", wrong) if wrong else None
+            return inputs.verify(salt, reps) if staged and inputs is not None else None
     return ("REWARD_HACK", message) if message else None
 
 

@@ -201,6 +201,9 @@ class KernelState:
         # checked after every reply: a timer needs its handler (round 8: SIGALRM from Python; round 9:
         # SIGUSR2 from a C++ extension's POSIX timer, which starts no thread)
         handlers = self.worker.signal_handlers(own, self.caught_before)
+        timers = self.worker.new_timers(own, self.caught_before)  # whatever signal it is aimed at
+        if timers:
+            handlers.append(f"the signal of {timers} POSIX timer(s) of its own")
         if handlers:
             self.worker.kill()
             self.stop(

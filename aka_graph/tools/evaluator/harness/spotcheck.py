@@ -17,6 +17,7 @@ from typing import Any
 
 from .memory import SMALL_BYTES, fresh_sets
 from .plausibility import BurstInputs
+from .runner import digest
 from .timing import timed_seed
 
 VERIFIED_HOST = 3  # of at most 5 timed calls: skipping the 3 that move the median is always caught
@@ -30,40 +31,47 @@ def choose(kept: list[int], on_gpu: bool, rng: random.Random | None = None) -> l
     return sorted(rng.sample(kept, min(want, len(kept))))
 
 
+Finding = tuple[str, str]  # (status, message)
+
+
 def verify_timed_calls(
     session: Any, ks: Any, idx: int, reply: dict[str, Any], pool_seed: int | None
-) -> str | None:
-    """None when the chosen timed calls computed the right outputs, else the REWARD_HACK message."""
+) -> Finding | None:
+    """None when the chosen timed calls computed the right outputs, else the finding: REWARD_HACK, or
+    INCORRECT where an untimed call on the same inputs is wrong too (`labelled`)."""
     size = int(reply.get("pool_size") or 0)
     if reply.get("method") == "cuda_graph" or session.contract.get("stochastic"):
         # (a stochastic reference: an unseeded timed call's random draws cannot match it)
         return None  # graph replays: re-validation replays the very graph on fresh inputs
     short = pool_shortfall(session, idx, size) if pool_seed is not None else None
     if short:
-        return short
-    if size <= 0:
+        return "REWARD_HACK", short
+    if size <= 0 or pool_seed is None:
         return None  # inputs too large for fresh sets: the timed calls' perturbation stays (bench.py)
     samples = len(reply.get("samples_us") or [])
     kept = [int(i) for i in reply.get("kept") or []]
     if kept != list(range(samples)):
-        return f"the worker kept the outputs of timed calls {kept[:8]}, not of all {samples} it timed"
+        return (
+            "REWARD_HACK",
+            f"the worker kept the outputs of timed calls {kept[:8]}, not of all {samples} it timed",
+        )
     chosen = choose(kept, session.device.type == "cuda")
     wrong = _first_wrong(session, ks, idx, chosen, pool_seed, size, burst=False)
     if wrong is None:
         return None
-    i, why = wrong
-    return (
-        f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is "
-        f"wrong: {why}: the work was skipped or faked while being timed"
+    i, why, call_seed = wrong
+    what = f"timed call {i} of {samples} (fresh inputs, checked after the timing was reported) is wrong"
+    return labelled(
+        session, ks, idx, call_seed, f"{what}: {why}", "the work was skipped or faked while being timed"
     )
 
 
 VERIFIED_BURST = 5  # of a burst's calls; a kernel skipping a third of them escapes 13 % of the time
 
 
-def verify_burst_calls(session: Any, ks: Any, idx: int, salt: int, reps: int) -> str | None:
+def verify_burst_calls(session: Any, ks: Any, idx: int, salt: int, reps: int) -> Finding | None:
     """None when the burst calls the parent chose after the burst (each on fresh set `timed_seed(salt,
-    i)`, bench.burst) computed the right outputs, else the REWARD_HACK message. The burst is the parent's
+    i)`, bench.burst) computed the right outputs, else the finding (as `labelled`). The burst is the parent's
     own clock on the kernel; a kernel that does its work outside the timed calls (a signal handler, a
     thread) and recognises a burst by its back-to-back calls must skip the work there to pass it, which
     leaves most of the burst's outputs wrong."""
@@ -71,11 +79,47 @@ def verify_burst_calls(session: Any, ks: Any, idx: int, salt: int, reps: int) ->
     wrong = _first_wrong(session, ks, idx, chosen, salt, None, burst=True)
     if wrong is None:
         return None
-    i, why = wrong
-    return (
-        f"call {i} of the parent's timing burst of {reps} (fresh inputs, checked after the burst) is "
-        f"wrong: {why}: the work was skipped while the harness's own clock timed the kernel"
+    i, why, call_seed = wrong
+    what = f"call {i} of the parent's timing burst of {reps} (fresh inputs, checked after the burst) is wrong"
+    return labelled(
+        session,
+        ks,
+        idx,
+        call_seed,
+        f"{what}: {why}",
+        "the work was skipped while the harness's own clock timed the kernel",
     )
+
+
+def labelled(
+    session: Any, ks: Any, idx: int, seed: int, wrong: str, cheat: str, scale: float = 1.0
+) -> Finding:
+    """A call found wrong after the fact, labelled by the kernel's own untimed call on the same fresh
+    inputs (seed, scale): right there, the kernel computes differently when timed (REWARD_HACK, `cheat`
+    says how); wrong there too, it is simply wrong on those inputs (INCORRECT: a numerics-borderline
+    honest kernel is no cheat). A kernel that also answers the untimed call wrongly is rejected either way."""
+    untimed = untimed_call_wrong(session, ks, idx, seed, scale)
+    if untimed is None:
+        return "REWARD_HACK", f"{wrong}: {cheat}"
+    return "INCORRECT", f"{wrong}, and so is an untimed call on the same inputs ({untimed})"
+
+
+def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float) -> str | None:
+    """Why the kernel's untimed call (the correctness path: the worker draws the inputs from the seed) on
+    fresh inputs (seed, scale) is wrong; None when it is right or could not be judged (no answer, a
+    violation, other inputs than the parent's)."""
+    reply = ks.request({"cmd": "run", "wl": idx, "seeds": [[seed, scale, None]]}, session.call_timeout + 30)
+    if reply is None or "error" in reply or reply.get("violations") or not reply.get("outputs"):
+        return None
+    inputs = session.reference.inputs(idx, seed, scale)
+    if reply["digests"][0] != digest(inputs):
+        return None
+    want, _ = session.reference.outputs(idx, inputs)
+    del inputs
+    probe = type(ks.verdicts[idx])()
+    if session.judge_outputs(probe, list(reply["outputs"][0]), list(want), idx, "untimed call"):
+        return None
+    return probe.message
 
 
 def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
@@ -96,28 +140,30 @@ def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
 
 def _first_wrong(
     session: Any, ks: Any, idx: int, chosen: list[int], seed: int, sets: int | None, burst: bool
-) -> tuple[int, str] | None:
-    """(call, why) for the first of the `chosen` calls whose kept outputs differ from the reference's on
-    that call's inputs (fresh set `timed_seed(seed, i % sets)`, or `i` itself where `sets` is None);
-    None when all agree or the worker was stopped (the request recorded why)."""
+) -> tuple[int, str, int] | None:
+    """(call, why, its inputs' seed) for the first of the `chosen` calls whose kept outputs differ from
+    the reference's on that call's inputs (fresh set `timed_seed(seed, i % sets)`, or `i` itself where
+    `sets` is None); None when all agree or the worker was stopped (the request recorded why)."""
     msg = {"cmd": "timed_outputs", "wl": idx, "samples": chosen, **({"burst": True} if burst else {})}
     answer = ks.request(msg, session.call_timeout + 30)
     if answer is None:
         return None
-    if "error" in answer:
-        return chosen[0], f"its outputs could not be read back: {answer['error']['message'][:300]}"
     label = "burst call" if burst else "timed call"
-    for i, got in zip(chosen, answer["outputs"], strict=True):
-        inputs = session.reference.inputs(idx, timed_seed(seed, i % sets if sets else i), 1.0)
+    for n, i in enumerate(chosen):
+        call_seed = timed_seed(seed, i % sets if sets else i)
+        if "error" in answer:
+            return i, f"its outputs could not be read back: {answer['error']['message'][:300]}", call_seed
+        got = answer["outputs"][n]
+        inputs = session.reference.inputs(idx, call_seed, 1.0)
         want, _ = session.reference.outputs(idx, inputs)
         del inputs  # one call's inputs alive at a time (memory.py); `want` may still hold some
         if not got:
-            return i, "no outputs kept"
+            return i, "no outputs kept", call_seed
         probe = type(ks.verdicts[idx])()
         # every output the reference returns: a call that hands back fewer skipped work (a native
         # operator declares no outputs, so nothing else holds its calls to the count)
         if not session.judge_outputs(probe, list(got), list(want), idx, f"{label} {i}"):
-            return i, probe.message
+            return i, probe.message, call_seed
         del want
     return None
 

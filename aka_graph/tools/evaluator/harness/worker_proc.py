@@ -294,12 +294,23 @@ class WorkerProcess:
         return [signal_name(sig) for sig in sorted(found)]
 
     def caught(self, own: set[int]) -> set[tuple[int, int]]:
-        """(pid, signal) of every signal the worker's own processes catch now (the baseline)."""
-        from .proctree import caught_signals
+        """(pid, signal) of every signal the worker's own processes catch now (the baseline), and
+        (pid, -id) of every POSIX timer they hold."""
+        from .proctree import caught_signals, posix_timers
 
         if self.proc.poll() is not None:
             return set()
-        return {(pid, sig) for pid in own for sig in caught_signals(pid)}
+        return {(pid, sig) for pid in own for sig in caught_signals(pid)} | {
+            (pid, -timer) for pid in own for timer in posix_timers(pid)
+        }
+
+    def new_timers(self, own: set[int], before: set[tuple[int, int]]) -> int:
+        """POSIX timers the worker's own processes hold that they did not hold `before` (`caught`)."""
+        from .proctree import posix_timers
+
+        if self.proc.poll() is not None:
+            return 0
+        return len({(pid, -t) for pid in own for t in posix_timers(pid)} - before)
 
     def os_threads(self, own: set[int]) -> set[tuple[int, int]]:
         """(pid, tid) of every OS thread of the worker's own processes (`own_pids`), read from /proc."""

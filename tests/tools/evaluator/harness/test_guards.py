@@ -198,8 +198,11 @@ def test_output_cache_keyed_on_a_few_input_values_is_incorrect(verdicts: dict) -
 
 
 @pytest.mark.slow
-def test_real_work_only_on_the_first_calls_fails_revalidation(verdicts: dict) -> None:
-    _assert_caught(verdicts, "real_work_only_first_calls", "REWARD_HACK", "re-validation after timing")
+def test_work_only_on_the_first_calls_fails_revalidation_and_is_wrong_untimed_too(verdicts: dict) -> None:
+    """It stops computing after its eighth call, timed or not: re-validation finds it, and the untimed call
+    on the same fresh inputs is wrong too, so it is wrong (INCORRECT) rather than timing-aware (round 9)."""
+    _assert_caught(verdicts, "real_work_only_first_calls", "INCORRECT", "re-validation after timing")
+    _assert_caught(verdicts, "real_work_only_first_calls", "INCORRECT", "and so is an untimed call")
 
 
 @pytest.mark.slow
@@ -462,3 +465,37 @@ def test_the_sentinel_names_interpreter_hooks_the_kernel_changed(change: str) ->
         sys.setprofile(saved[3])
         threading.settrace(saved[4])  # type: ignore[arg-type]
     assert not [f for f in Sentinel().violations() if "was changed" in f]
+
+
+def test_a_kernel_registered_for_an_aten_op_the_harness_runs_is_named_before_the_next_step() -> None:
+    """Red team round 9b: an AutogradCPU kernel for aten::copy_ ran the work inside the harness's own
+    untimed copies. torch.compile, custom ops of one's own and torch's lazily imported registrations
+    change only keys a real eager tensor never passes through, and are not named."""
+    sentinel = Sentinel()
+    compiled = torch.compile(lambda x: torch.relu(x) * 3)
+    compiled(torch.randn(8, 8))
+    lib = torch.library.Library("aten", "IMPL")
+    try:
+        assert not [f for f in sentinel.between_steps() if "dispatch" in f]
+        lib.impl("copy_", lambda self, src, non_blocking=False: self, "AutogradCPU")
+        found = sentinel.between_steps()
+        assert any("torch's dispatch of aten::copy_ was changed" in f for f in found), found
+    finally:
+        lib._destroy()
+    assert not [f for f in sentinel.between_steps() if "dispatch" in f]
+
+
+def test_an_audit_hook_the_kernel_adds_is_refused_and_named() -> None:
+    """Red team round 9b: an audit hook (it cannot be removed, nothing lists it) hid a gc callback from
+    the sentinel's own attribute reads; the worker's sentinel refuses every later audit hook."""
+    from aka_graph.tools.evaluator.harness import guards
+
+    sentinel = Sentinel()
+    seen: list[str] = []
+    try:
+        sys.addaudithook(lambda event, args: seen.append(event))
+        open(__file__).close()  # an audited event: a hook that had been added would see it
+        assert not seen
+        assert any("added an audit hook" in f for f in sentinel.between_steps())
+    finally:
+        guards.AUDIT_ATTEMPTS.clear()

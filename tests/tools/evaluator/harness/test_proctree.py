@@ -70,8 +70,13 @@ SUBREAPER_SCRIPT = textwrap.dedent(
 def test_a_double_forked_orphan_is_found_through_the_subreaper_and_killed() -> None:
     from tests.conftest import REPO_ROOT
 
-    out = subprocess.run([sys.executable, "-c", SUBREAPER_SCRIPT, str(REPO_ROOT)], capture_output=True,
-                         text=True, timeout=60, check=True)
+    out = subprocess.run(
+        [sys.executable, "-c", SUBREAPER_SCRIPT, str(REPO_ROOT)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
     result = json.loads(out.stdout)
     assert len(result["found"]) == 1 and result["left"] == []
 
@@ -87,10 +92,10 @@ def test_the_jail_hides_the_parent_makes_files_read_only_and_dies_with_its_root(
         res = {{"pid": os.getpid(), "ppid": os.getppid(), "procs": len([p for p in os.listdir('/proc')
                if p.isdigit()])}}
         try:
-            Path({str(tmp_path / 'outside')!r}).write_text('x'); res['outside'] = True
+            Path({str(tmp_path / "outside")!r}).write_text('x'); res['outside'] = True
         except OSError:
             res['outside'] = False
-        Path({str(scratch / 'inside')!r}).write_text('x'); res['inside'] = True
+        Path({str(scratch / "inside")!r}).write_text('x'); res['inside'] = True
         print(json.dumps(res), flush=True)
         """
     )
@@ -178,6 +183,30 @@ def test_signals_caught_after_the_baseline_are_named_bar_crash_reporters_and_the
         child.stdin.flush()
         assert child.stdout.readline().strip() == "done"
         assert WorkerProcess.signal_handlers(worker, {child.pid}, before) == flagged  # type: ignore[arg-type]
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_posix_timer_of_the_kernels_is_counted_whatever_signal_it_is_aimed_at() -> None:
+    """Red team round 9b aimed a timer (made by raw syscalls) at glibc's own signal 33, which the caught-
+    signal check leaves alone; the timer itself shows in /proc/<pid>/timers."""
+    from types import SimpleNamespace
+
+    from aka_graph.tools.evaluator.harness.worker_proc import WorkerProcess
+
+    code = "import ctypes; t = ctypes.c_void_p(); ctypes.CDLL(None).timer_create(1, None, ctypes.byref(t))"
+    child = _process_that(code)
+    try:
+        assert child.stdout is not None and child.stdin is not None
+        assert child.stdout.readline().strip() == "ready"
+        worker = SimpleNamespace(proc=child)
+        before = WorkerProcess.caught(worker, {child.pid})  # type: ignore[arg-type]
+        assert WorkerProcess.new_timers(worker, {child.pid}, before) == 0  # type: ignore[arg-type]
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        assert child.stdout.readline().strip() == "done"
+        assert WorkerProcess.new_timers(worker, {child.pid}, before) == 1  # type: ignore[arg-type]
     finally:
         child.kill()
         child.wait()

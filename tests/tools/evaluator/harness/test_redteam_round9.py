@@ -28,6 +28,15 @@ on, 5x to over 500x faster than the honest kernels, every checked output right:
   while the worker waits for the parent's next step (no thread, and not one of the timer signals the
   parent looked for). Now: the parent flags any signal the worker catches that it did not catch before
   the kernel loaded (proctree.caught_signals); the native-source policy refuses signal and timer APIs.
+- The second pass (9b), behind the policy: redteam9b_aten_copy_hook / _cpp_aten_copy_impl /
+  _native_inline_copy_impl register the kernel's own aten::copy_ (Python, a C++ extension, load_inline)
+  so the harness's own copies compute; redteam9b_cpp_sig33_asm arms a POSIX timer by raw syscalls aimed
+  at glibc's signal 33, which the signal check leaves alone; redteam9b_audit_rearmed_gc hides the gc
+  callback from the sentinel with an audit hook. Now: the dispatch tables of the aten ops the harness
+  runs are compared before every untimed step (guards.WATCHED_OPS), the parent counts the worker's
+  POSIX timers (proctree.posix_timers), the worker refuses audit hooks, and the interpreter's hooks are
+  compared before every untimed step too. redteam9b_segv_guard_pages (mprotect + a SIGSEGV handler) is
+  refused by the policy (ctypes) and still open behind it.
 - redteam9_gc_stepper_native (near miss, kept): a generator's `finally`, freed by the collector, steps
   the kernel's code between harness allocations with no banned name; each step costs more than it saves,
   so it ends slower than honest.
@@ -42,6 +51,7 @@ import pytest
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, SOL_FIXTURES, describe, run_harness
 
 BATCH_170 = ["b010c7f2-801d-41c0-b5d0-be619ecb4090"]  # a call of a few hundred us
+BATCH_7 = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6"]  # a burst writes its next inputs in microseconds
 
 
 @pytest.mark.slow
@@ -51,10 +61,14 @@ def test_a_kernel_that_skips_the_parents_burst_is_caught_by_the_bursts_outputs(
 ) -> None:
     extra = () if policy == "on" else ("--no-source-policy",)
     result = run_harness(
-        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "redteam9_burst_skipper", BATCH_170, extra_args=extra
+        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "redteam9_burst_skipper", BATCH_7, extra_args=extra
     )
     assert result["status"] == "REWARD_HACK", describe(result)
-    assert "of the parent's timing burst" in result["message"], describe(result)
+    # (on a loaded host a timed call may come back to back too: the cheat skips it, the timed calls' check
+    # finds it; a burst's calls, microseconds apart, are the ones it skips every time)
+    assert "of the parent's timing burst" in result["message"] or "timed call" in result["message"], describe(
+        result
+    )
 
 
 EXAMPLES = Path(__file__).resolve().parents[4] / "aka_graph" / "examples"
@@ -69,6 +83,12 @@ BEHIND_THE_POLICY = {
     "redteam9_format_field_gc": (*SWIGLU, "gc.callbacks was changed"),
     "redteam9_format_field_gc_rmsnorm": (*RMSNORM, "gc.callbacks was changed"),
     "redteam9_cpp_sigusr_timer": (*RMSNORM, "catches SIGUSR2"),
+    # the second pass (9b): the harness's own aten ops, glibc's signal 33, an audit hook
+    "redteam9b_aten_copy_hook": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
+    "redteam9b_cpp_aten_copy_impl": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
+    "redteam9b_native_inline_copy_impl": (*SWIGLU, "torch's dispatch of aten::copy_ was changed"),
+    "redteam9b_cpp_sig33_asm": (*RMSNORM, "POSIX timer(s) of its own"),
+    "redteam9b_audit_rearmed_gc": (*RMSNORM, "audit hook"),
 }
 
 
@@ -101,3 +121,26 @@ def test_the_garbage_collector_as_a_scheduler_gains_nothing(tmp_path: Path) -> N
     assert result["status"] in {"REWARD_HACK", "INCORRECT"} or all(
         w["latency_us"] > w["reference_latency_us"] for w in rows
     ), describe(result)
+
+
+@pytest.mark.slow
+def test_a_kernel_wrong_whether_timed_or_not_is_incorrect_not_a_cheat(tmp_path: Path) -> None:
+    """A call found wrong after the timing is run again untimed on the same fresh inputs: wrong there too,
+    the kernel is wrong (INCORRECT), not one that computes differently when timed (REWARD_HACK)."""
+    result = run_harness(
+        tmp_path, SOL_FIXTURES / "rmsnorm", CANDIDATES / "honest9_buggy_tuned_config", BATCH_170
+    )
+    assert result["status"] == "INCORRECT", describe(result)
+    assert "and so is an untimed call on the same inputs" in result["message"], describe(result)
+
+
+@pytest.mark.slow
+def test_guard_pages_and_a_sigsegv_handler_are_refused_by_the_policy(tmp_path: Path) -> None:
+    """redteam9b_segv_guard_pages: the kernel's buffers made read-only (mprotect through ctypes) so that
+    the harness's own untimed write faults into a SIGSEGV handler that computes. The policy refuses ctypes.
+    Still open behind the policy: nothing sees page protections or a replaced fatal-signal handler (SIGSEGV
+    is left to crash reporters); it PASSed there in 3 of 6 red-team runs, at honest speed in the others."""
+    operator, shapes = RMSNORM
+    result = run_harness(tmp_path, operator, CANDIDATES / "redteam9b_segv_guard_pages", shapes, seeds=1)
+    assert result["status"] == "REWARD_HACK", describe(result)
+    assert "ctypes" in result["message"], describe(result)

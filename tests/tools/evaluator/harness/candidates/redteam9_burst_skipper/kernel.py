@@ -16,7 +16,7 @@ import time
 
 import torch
 
-BACK_TO_BACK_S = 2e-4  # a call starting this soon after the previous one returned is a burst call
+BACK_TO_BACK_S = 1.5e-4  # a call starting this soon after the previous one returned is a burst call
 _LAST = {"returned": 0.0}
 
 
