@@ -204,6 +204,7 @@ def scan_source(
             for what in [
                 *_round_three(node, parents, imported, aliases),
                 *_foreign_self(node, methods, aliases, parents, fields),
+                *_round_nine(node, parents, aliases, docstrings, methods, bindings),
             ]
         )
         private = private_stdlib_import(node, local_modules)
@@ -219,6 +220,7 @@ def scan_source(
             found.extend(f"{filename}:{node.lineno}: {what}" for what in _call_problems(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             found.extend(f"{filename}:{node.lineno}: {what}" for what in native_source_problems(node.value))
+            found.extend(f"{filename}:{node.lineno}: {what}" for what in flag_problems(node.value))
             if _PRIVATE_PATHS.search(node.value) and id(node) not in docstrings:
                 flag(node, f"names {node.value[:60]!r} (a module file, /proc, or the operator's own files)")
         targets = (
@@ -307,6 +309,8 @@ def scan_source(
                 )
             elif name in BANNED_ATTRIBUTES or name in BANNED_CALLS or name in BANNED_MODULES:
                 flag(node, f"getattr(..., {name!r})")
+            elif name in WRAPPER_COPIERS or name == "Formatter":
+                flag(node, f"getattr(..., {name!r}) (a namespace copier or a field walker, as a value)")
     return found
 
 
@@ -462,9 +466,41 @@ _NATIVE_DOORS = re.compile(
     r"Capsule|Thread|GILState|Marshal|Unicode)\w*|Python\.h|\bpy::(module_?|eval|exec|globals|getattr|"
     r"setattr|hasattr|import|reinterpret_\w+|handle|object|cast|exec_file|eval_file|cpp_function|"
     r"dict|str|list|tuple|gil_scoped)|pybind11::(module_?|eval|exec|globals|getattr|setattr|import|handle|"
-    r"object|cast|dict)|\b(dlopen|dlsym|fork|vfork|execv\w*|execl\w*|posix_spawn\w*|system|popen|kill|"
-    r"prctl|ptrace|setenv|putenv|clone|syscall)\s*\("
+    r"object|cast|dict)|\b_*(libc_)?(dlopen|dlmopen|dlsym|dlvsym|fork|vfork|execv\w*|execl\w*|fexecve|"
+    r"posix_spawn\w*|system|popen|kill|prctl|ptrace|setenv|putenv|clone|syscall)\s*\("
 )
+# Round nine (redteam9_cpp_sigusr_timer: sigaction(SIGUSR2) and a POSIX timer ran the work in a C handler
+# while the worker waited for the parent's next step): code run later, by a signal handler, a timer, a
+# thread or a host callback, is no kernel's business. Names that say nothing else anywhere in the code
+# (glibc's `__`/`libc_`/`rt_` spellings too, and every signal by name); `signal`, `raise` and `alarm`
+# (also variable and method names: a DSP kernel's `signal`, `&signal[i]`, a semaphore's `s.signal()`,
+# `Flag::signal`) only called or qualified by `std::` or `::` alone; a thread by any namespace's
+# `thread`/`jthread`/`async` type or function (not a namespace of that name: CUTLASS's
+# `epilogue::thread::LinearCombination`, nor `std::thread::hardware_concurrency()`), and unqualified where
+# a `using namespace` may have brought it in. `threadIdx`, `__syncthreads`, `this_thread_block`,
+# `signal_ready` and `kill_switch` are other words.
+_NATIVE_ASYNC = re.compile(
+    r"\b_*(?:libc_|rt_)?(?:sigaction|sigvec|sigset|bsd_signal|sysv_signal|[gs]signal|sigqueue|"
+    r"pthread_sigqueue|tgkill|tkill|killpg|pidfd_send_signal|timer_create|timer_settime|setitimer|ualarm|"
+    r"pthread_create|pthread_kill|thrd_create|clone3|cudaLaunchHostFunc|cuLaunchHostFunc|"
+    r"cudaStreamAddCallback|cuStreamAddCallback|intraop_launch|(?:Task)?ThreadPool)\b|"
+    r"\bSIG(?:HUP|INT|QUIT|ILL|TRAP|ABRT|IOT|BUS|FPE|KILL|USR1|SEGV|USR2|PIPE|ALRM|TERM|STKFLT|CHLD|CLD|"
+    r"CONT|STOP|TSTP|TTIN|TTOU|URG|XCPU|XFSZ|VTALRM|PROF|WINCH|IO|POLL|PWR|SYS|RTMIN|RTMAX|EV_\w+)\b|"
+    r"(?:\bstd\s*|(?<![\w>:]))::\s*(?:signal|raise|alarm)\b|"
+    r"(?:\b\w+\s*)?::\s*(?:j?thread|async)\b(?!\s*::)|\bat\s*::\s*launch\b"
+)
+# `signal(`, `raise(`, `alarm(` unqualified (a member's `f.signal(`, `Flag::signal(` aside; `c ? 0 :signal(`
+# is a call): a call, unless a type or specifier comes first (`__device__ void signal(int n)`, a flag's own
+# method declared), where no macro redefines that word.
+_NATIVE_CALLED = re.compile(r"(?<!\.)(?<!::)(?<!->)\b(?:signal|raise|alarm)\s*\(")
+_DECLARED_BY = (
+    r"void|bool|int|auto|float|double|long|unsigned|char|__device__|__host__|__forceinline__|inline"
+)
+_DECLARATION = re.compile(rf"\b(?:{_DECLARED_BY})\s*$")
+_DECLARER_DEFINED = re.compile(rf"^\s*(?:#|%:)\s*define\s+(?:{_DECLARED_BY})\b", re.MULTILINE)
+# With a `using namespace` in the file, a `thread` made or called unqualified (`thread t(f);`, `async(f)`).
+_NATIVE_UNQUALIFIED_THREAD = re.compile(r"\bj?thread\b\s*(?:\w+\s*)?[({]|\basync\s*\(")
+_USING_NAMESPACE = re.compile(r"\busing\s+namespace\b")
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
 
 
@@ -480,21 +516,462 @@ _PRIVATE_PATHS = re.compile(
 
 # Token-pasting macros assemble names the pattern above would otherwise see (`#define J(a, b) a##b`, then
 # `J(P, yRun_SimpleString)`: red team, redteam_native_token_paste PASSed).
-_TOKEN_PASTING = re.compile(r"^\s*#\s*define\b[^\n]*##", re.MULTILINE)
+# `%:` and `%:%:` are the digraphs of `#` and `##` (C95, C++): `%:define J(a, b) a%:%:b` pastes too.
+_TOKEN_PASTING = re.compile(r"^\s*(?:#|%:)\s*define\b[^\n]*(?:##|%:%:)", re.MULTILINE)
 
 
 def native_source_problems(text: str, always: bool = False) -> list[str]:
     """Interpreter doors named in C/C++ source text (only text that looks like C/C++ is searched, unless
-    `always`: a file a native source includes), and token-pasting macros."""
-    if not always and ("(" not in text or ("{" not in text and "#include" not in text and "::" not in text)):
+    `always`: a native source file, or one it includes), signal handlers, timers and threads, token-pasting
+    macros, operator registrations (registration_problems) and inline assembly (asm_problems); in the code
+    the compiler sees (native_code: lines spliced, comments left out)."""
+    c_like = "(" in text and ("{" in text or "#include" in text or "::" in text)
+    if not always and not c_like and not _ASM_CODE.search(text):
         return []
-    hits = sorted({m.group(0).strip().rstrip("(").strip() for m in _NATIVE_DOORS.finditer(text)})
+    code = native_code(text)
+    hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code)})
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
-    if _TOKEN_PASTING.search(text):
+    later = [_native_hit(m) for m in _NATIVE_ASYNC.finditer(code)]
+    declared = not _DECLARER_DEFINED.search(code)
+    later += [
+        _native_hit(m)
+        for m in _NATIVE_CALLED.finditer(code)
+        if not (declared and _DECLARATION.search(code, max(0, m.start() - 40), m.start()))
+    ]
+    if _USING_NAMESPACE.search(code):
+        later += [_native_hit(m) for m in _NATIVE_UNQUALIFIED_THREAD.finditer(code)]
+    if later:
+        shown = ", ".join(sorted(set(later))[:5])
+        found.append(f"native source installs a signal handler, arms a timer or starts a thread: {shown}")
+    if _TOKEN_PASTING.search(code):
         found.append(
             "native source pastes tokens in a macro (`##`): names assembled so escape the door check"
         )
-    return found
+    return found + registration_problems(code) + asm_problems(code)
+
+
+def _native_hit(match: re.Match[str]) -> str:
+    """A match as shown in a finding: `system`, `std::thread`, `thread t`."""
+    return re.sub(r"\s*::\s*", "::", re.sub(r"\s+", " ", match.group(0))).rstrip("({ ")
+
+
+# Line splices (a backslash, or its trigraph `??/`, before a newline; GCC allows blanks between): joined
+# before anything else, as the compiler does (`sys\<newline>tem("id")` is `system("id")`).
+_SPLICE = re.compile(r"(?:\\|\?\?/)[ \t]*\r?\n")
+_RAW_STRING = re.compile(r'(?:u8|[uUL])?R"([^()\\\s"]{0,16})\(')
+_IDENTIFIER = re.compile(r"\w+")
+_ENCODING = re.compile(r"u8|[uUL]")
+_PP_NUMBER = {
+    False: re.compile(r"\.?[0-9](?:[eEpP][+-]|[\w.])*"),
+    True: re.compile(r"\.?[0-9](?:[eEpP][+-]|'\w|[\w.])*"),  # C++14 digit separators: 1'000'000
+}
+
+
+def native_code(text: str) -> str:
+    """C/C++ source as the compiler reads it, for the name checks: line splices joined and comments
+    replaced by a space, so that neither a name split by a splice nor prose in a comment ("each thread
+    (one per row)") is misread. A comment is left out only where both a C and a C++ reading of the text
+    find one (they differ on raw strings and digit separators), so that no string literal of either
+    language can be taken for a comment that hides code; string literals themselves stay."""
+    text = _SPLICE.sub("", text)
+    spans = _intersect(_comment_spans(text, cxx=False), _comment_spans(text, cxx=True))
+    out, at = [], 0
+    for start, end in spans:
+        out += [text[at:start], " "]
+        at = end
+    return "".join([*out, text[at:]])
+
+
+def _comment_spans(text: str, cxx: bool) -> list[tuple[int, int]]:
+    """Where comments are in C (cxx=False) or C++ source: [start, end) of each, a line comment without its
+    newline. String and character literals (raw strings in C++), identifiers and numbers are stepped over
+    whole so that `"//"`, `'/*'` or `1'000` start nothing; a literal left open ends at its line's end
+    (where a compiler stops with an error)."""
+    return _lex_spans(text, cxx)[0]
+
+
+def _lex_spans(text: str, cxx: bool) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """_comment_spans' reading of the text, with the string and character literals it stepped over (each
+    [start, end), an encoding prefix and a raw string's `R` included)."""
+    spans: list[tuple[int, int]] = []
+    literals: list[tuple[int, int]] = []
+    number = _PP_NUMBER[cxx]
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            spans.append((i, end))
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end + 2
+            spans.append((i, end))
+            i = end
+        elif (found := number.match(text, i)) or (found := _IDENTIFIER.match(text, i)):
+            raw = _RAW_STRING.match(text, i) if cxx else None
+            if raw:
+                close = text.find(f'){raw.group(1)}"', raw.end())
+                start, i = i, n if close < 0 else close + len(raw.group(1)) + 2
+                literals.append((start, i))
+            else:
+                i = found.end()
+        elif c in "\"'":
+            j = i + 1
+            while j < n and text[j] not in (c, "\n"):
+                j += 2 if text[j] == "\\" else 1
+            start = i  # with its encoding prefix (u8"", L'', stepped over as an identifier)
+            while start > 0 and (text[start - 1].isalnum() or text[start - 1] == "_"):
+                start -= 1
+            literals.append((start if _ENCODING.fullmatch(text[start:i]) else i, min(j + 1, n)))
+            i = j + 1
+        else:
+            i += 1
+    return spans, literals
+
+
+def _intersect(a: list[tuple[int, int]], b: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The stretches two sorted, disjoint span lists share."""
+    out: list[tuple[int, int]] = []
+    i = j = 0
+    while i < len(a) and j < len(b):
+        start, end = max(a[i][0], b[j][0]), min(a[i][1], b[j][1])
+        if start < end:
+            out.append((start, end))
+        if a[i][1] < b[j][1]:
+            i += 1
+        else:
+            j += 1
+    return out
+
+
+# Round nine b (redteam9b_cpp_aten_copy_impl, redteam9b_native_inline_copy_impl): `TORCH_LIBRARY_IMPL(aten,
+# AutogradCPU, m) { m.impl("copy_", hook); }` put the kernel's code under torch's own aten::copy_, so the
+# harness's untimed copies ran it. A native source may register operators in a namespace of its own only
+# (`TORCH_LIBRARY(myops, m)`, `TORCH_LIBRARY_IMPL(myops, CUDA, m)`); calling any operator (`at::empty`,
+# `at::_ops::copy_::call`, a schema found by name) stays honest. Refused: one of the three registration
+# macros on a namespace of torch's (TORCH_NAMESPACES), one led by `_` (torch's private ones and `_`, the
+# catch-all whose IMPL blocks hold fallbacks for every operator), one that is not a plain name or that a
+# macro may rename (defined in the text, TORCH_EXTENSION_NAME: IMPL and FRAGMENT expand their namespace);
+# the macros' own insides (`_TORCH_LIBRARY_IMPL`, `MAKE_TORCH_LIBRARY`, `TorchLibraryInit`), a registration
+# macro inside a `#define` (its namespace is a parameter), a `Library` other than the `torch::Library&` a
+# helper is handed, the dispatcher's and the legacy registrars, a backend fallback, an operator name of
+# torch's own spelled in a string outside a schema lookup (`m.impl("aten::copy_", f)`), a macro whose body
+# names such a namespace (`#define NS aten`), and the callbacks and allocators torch runs for every caller.
+_REGISTRATION_MACRO = re.compile(r"\b\w*TORCH_LIBRARY\w*\b")
+_OWN_REGISTRATION = frozenset(
+    {
+        "TORCH_LIBRARY",
+        "TORCH_LIBRARY_FRAGMENT",
+        "TORCH_LIBRARY_IMPL",
+        # torch's stable ABI (torch/csrc/stable/library.h; flash-attention's hopper/flash_api_stable.cpp)
+        "STABLE_TORCH_LIBRARY",
+        "STABLE_TORCH_LIBRARY_FRAGMENT",
+        "STABLE_TORCH_LIBRARY_IMPL",
+    }
+)
+_FIRST_ARGUMENT = re.compile(r"\s*\(\s*([^,()]*?)\s*[,)]")
+_DEFINE = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+(\w+)(\([^)\n]*\))?([^\n]*)", re.MULTILINE)
+_REGISTRARS = re.compile(
+    r"\b(?:(?:torch|c10)\s*::\s*)?Library\b(?!\s*&)|\bTorchLibraryInit\b|\bRegisterOperators\b|"
+    r"\bregister(?:Impl|Fallback|Def|Library|Name|Kernel)\b|(?:\.|->)\s*fallback\s*\(|"
+    r"\badd(?:Global|ThreadLocal)Callback\b|\bRecordFunctionCallback\b|\bSet(?:CPU)?Allocator\b"
+)
+_SCHEMA_LOOKUP = re.compile(r"\b(?:findSchemaOrThrow|findSchema|findOp|findOperatorByName)\s*\(\s*$")
+
+
+def registration_problems(code: str) -> list[str]:
+    """Operator registrations outside a namespace of the kernel's own in native code (native_code's
+    reading; see above)."""
+    defined = {m.group(1) for m in _DEFINE.finditer(code)}
+    inside = _strings(code)
+    hits: list[str] = []
+    for m in _REGISTRATION_MACRO.finditer(code):
+        name = m.group()
+        if not re.match(r"\s*\(", code[m.end() :]) or _within(m.start(), inside):
+            continue  # the name in prose or a message; one a `#define` passes on is refused below
+        argument = _FIRST_ARGUMENT.match(code, m.end())
+        namespace = argument.group(1) if argument else "?"  # `ID(aten)`: a macro's
+        if name not in _OWN_REGISTRATION:
+            hits.append(name)
+        elif (
+            not re.fullmatch(r"[A-Za-z]\w*", namespace)
+            or _torch_namespace(namespace)
+            or namespace in defined
+            or namespace == "TORCH_EXTENSION_NAME"
+        ):
+            hits.append(f"{name}({namespace}, ...)")
+    for m in _DEFINE.finditer(code):
+        body = _C_STRING.sub(" ", m.group(3))
+        words = _IDENTIFIER.findall(body)
+        object_like = not m.group(2)  # `_` in a function-like body is mostly `_##N` pasted (CUTLASS)
+        if _REGISTRATION_MACRO.search(body) or any(
+            w in TORCH_NAMESPACES or (w == "_" and object_like) for w in words
+        ):
+            hits.append(f"#define {m.group(1)} {' '.join(body.split())[:40]}")
+    hits += [_native_hit(m) for m in _REGISTRARS.finditer(code) if not _within(m.start(), inside)]
+    for start, _end, text in literal_runs(code):
+        namespace = re.match(r"\s*(\w+)\s*::", text)
+        if namespace and _torch_namespace(namespace.group(1)) and not _SCHEMA_LOOKUP.search(code, 0, start):
+            hits.append(repr(text[:40]))
+    if not hits:
+        return []
+    shown = ", ".join(sorted(set(hits))[:5])
+    return [f"native source registers code for torch's own operators or for every caller: {shown}"]
+
+
+def _torch_namespace(name: str) -> bool:
+    """An operator namespace of torch's own, or one led by `_` (torch's private ones, the catch-all `_`)."""
+    return name in TORCH_NAMESPACES or name.startswith("_")
+
+
+_C_STRING = re.compile(r'"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'')
+
+
+def _strings(code: str) -> list[tuple[int, int]]:
+    """Where both a C and a C++ reading of the code find a string or character literal."""
+    return _intersect(*(_lex_spans(code, cxx)[1] for cxx in (False, True)))
+
+
+def _within(at: int, spans: list[tuple[int, int]]) -> bool:
+    """Whether a position falls in one of the spans."""
+    return any(start <= at < end for start, end in spans)
+
+
+def literal_runs(code: str) -> list[tuple[int, int, str]]:
+    """The string literals of C/C++ code (the C++ reading: raw strings too) that the compiler joins, each run
+    of adjacent ones as [start, end) and the text it makes, escapes decoded (`"sy" "s\\x63all"` is
+    `syscall`); character literals are no part of one."""
+    runs: list[tuple[int, int, str]] = []
+    for start, end in _lex_spans(code, cxx=True)[1]:
+        text = _string_value(code[start:end])
+        if text is None:
+            continue
+        if runs and not code[runs[-1][1] : start].strip():
+            runs[-1] = (runs[-1][0], end, runs[-1][2] + text)
+        else:
+            runs.append((start, end, text))
+    return runs
+
+
+def _string_value(literal: str) -> str | None:
+    """The characters a string literal stands for (None for a character literal)."""
+    quote = literal.find('"')
+    if quote < 0 or "'" in literal[:quote]:
+        return None
+    raw = _RAW_STRING.match(literal)
+    if raw:
+        return literal[raw.end() : len(literal) - len(raw.group(1)) - 2]
+    return _unescape(literal[quote + 1 : -1] if literal.endswith('"') else literal[quote + 1 :])
+
+
+_ESCAPE = re.compile(r"\\(x[0-9a-fA-F]+|[0-7]{1,3}|u[0-9a-fA-F]{4}|U[0-9a-fA-F]{8}|.)", re.DOTALL)
+_SIMPLE_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "v": "\v", "f": "\f", "a": "\a", "b": "\b", "e": "\x1b"}
+
+
+def _unescape(body: str) -> str:
+    """A string literal's body as the characters it stands for (C's escapes, universal character names)."""
+
+    def one(m: re.Match[str]) -> str:
+        e = m.group(1)
+        if e[0] in "xuU" and len(e) > 1:
+            return chr(min(int(e[1:], 16), 0x10FFFF))
+        if e[0] in "01234567":
+            return chr(int(e, 8))
+        return _SIMPLE_ESCAPES.get(e, e)
+
+    return _ESCAPE.sub(one, body)
+
+
+# Round nine b (redteam9b_cpp_sig33_asm): `asm volatile("sy" "scall" : ...)` with the number in a register
+# made rt_sigaction, timer_create and timer_settime calls that name no function. Inline assembly is honest
+# in CUDA (PTX: `asm volatile("mma.sync.aligned..." ...)`, `asm("ld.global.nc.v4.f32 ...")`), and a
+# compiler barrier (`asm volatile("" ::: "memory")`) in host code, so asm stays; what is refused is what
+# the assembler could be made to spell or run from it. Which compiler reads an asm (nvcc's host pass or
+# ptxas) cannot be told from a load_inline string or from a host function in a .cu file, so one rule holds
+# everywhere, narrower than a ban of asm in host sources and as sound where it matters: the template must
+# be string literals alone (a macro, a parameter or `#x` could spell anything: refused), read whole
+# (adjacent literals joined, escapes decoded); it may not hold a system-call or trap instruction (x86,
+# ARM, RISC-V), a call or jump to a symbol (`call sigaction@PLT`), a statement that opens with an operand
+# (`%c0` prints a symbol's name) or with an assembler directive other than PTX's declarations (`.byte
+# 0x0f, 0x05`, `.fill`, `.org`, `.macro`, `.incbin` and `.text` emit or assemble bytes by other names), nor
+# a name the door and signal checks refuse. An asm after a declarator (`int f(int) asm("sigaction")`)
+# renames a symbol: refused unless it places a register variable (`register long r10 asm("r10")`). The
+# keyword must open an asm (a macro renaming it, `#define A __asm__`, would hide the rest), and neither an
+# attribute nor a memory mapping may name or make code at run time (`__attribute__((weakref("...")))`,
+# `mmap`/`mprotect`, PROT_EXEC, a `.text` section for data).
+_ASM = re.compile(r"(?<![\w$])(?:__asm__|__asm|asm)(?![\w$])")
+_ASM_OPENS = re.compile(
+    r"(?:\s*\b(?:__volatile__|__volatile|volatile|__inline__|__inline|inline|goto)\b)*\s*\("
+)
+_ASM_TRAP = re.compile(
+    r"(?<![\w.%$@])(?:(?:syscall|sysenter|sysexit|sysretq?|int[013]?|into|icebp|svc|swi|hvc|smc|ecall|ebreak|"
+    r"sc)(?![\w.])|(?:call|jmp)[lqw]?[ \t]+[*%$A-Za-z_]|bl[rx]?[ \t]+[A-Za-z_])",
+    re.IGNORECASE,
+)
+_ASM_STATEMENT = re.compile(r"[^\n;]+")
+_ASM_LEAD = re.compile(r"[\s{}]*(?:[\w$.]+:(?!:)[\s{}]*)*(?:@!?[\w%$.]+\s+)?([^\s{}]*)")
+# A string that holds C whatever else it has (top-level asm, an asm label, an attribute naming a symbol).
+_ASM_CODE = re.compile(r"(?<![\w$])(?:__asm__|__asm|asm)\b[\w\s]*\(\s*(?:u8|[uUL])?R?\"|__attribute__")
+# GCC's operand modifiers that print a symbol bare (`%c0`, `%P[f]`, `%p0`, `%a0`, `%l0`); a plain `%0` or a
+# PTX register opens many a continued operand line (`"%0, %1,\n"`).
+_SYMBOL_OPERAND = re.compile(r"%[cPpal](?:\d|\[)")
+PTX_DECLARATIONS = frozenset({".reg", ".local", ".shared", ".param", ".const", ".global", ".pragma", ".loc"})
+_BARE_SYMBOL = re.compile(r"\s*[A-Za-z_.$][\w.$@]*\s*")
+_MACHINE_CODE = re.compile(
+    r"\b_*(?:weakref|alias|ifunc|symver)_*\s*\(\s*\"|\bPROT_EXEC\b|\b_*(?:mmap(?:64)?|(?:pkey_)?mprotect)\b|"
+    r"\b_*section_*\s*\(\s*\"[^\"]*text"
+)
+
+
+def asm_problems(code: str) -> list[str]:
+    """Inline assembly (and its neighbours) that may make a system call or spell code unseen (see above),
+    in native_code's reading."""
+    inside = _strings(code)
+    literals = dict(_lex_spans(code, cxx=True)[1])
+    macros = _string_macros(code)
+    hits: list[str] = []
+    for m in _ASM.finditer(code):
+        if _within(m.start(), inside):
+            continue  # the word in a string literal (C and C++ agree): prose, not a statement
+        opens = _ASM_OPENS.match(code, m.end())
+        if not opens:
+            hits.append(f"`{m.group()}` not opening an asm (a macro renaming it?)")
+            continue
+        texts, problems = _asm_literals(code, opens.end(), literals, macros)
+        hits += problems
+        for text in texts:
+            hits += _template_problems(text)
+        before = code[: m.start()].rstrip()
+        declarator = bool(before) and (before[-1] in ")]" or before[-1].isalnum() or before[-1] == "_")
+        declarator = declarator and not opens.group().strip("( \t\n") and not _MACRO_HEAD.search(before)
+        statement = before[max(before.rfind(";"), before.rfind("{"), before.rfind("}")) + 1 :]
+        label = texts[0] if texts else ""
+        if declarator and _BARE_SYMBOL.fullmatch(label) and not re.search(r"\bregister\b", statement):
+            hits.append(f"asm({label.strip()!r}) renaming a symbol")
+    hits += [_native_hit(m) for m in _MACHINE_CODE.finditer(code) if not _within(m.start(), inside)]
+    if not hits:
+        return []
+    shown = ", ".join(sorted(set(hits))[:5])
+    return [f"native source may make system calls or code the scan cannot read: {shown}"]
+
+
+_MACRO_HEAD = re.compile(r"^[ \t]*(?:#|%:)[ \t]*define[ \t]+\w+\([^)\n]*\)\Z", re.MULTILINE)
+_DIRECTIVE_LINE = re.compile(r"[ \t]*(?:#|%:)[^\n]*")
+_CONDITION = re.compile(r"[ \t]*(?:#|%:)[ \t]*(if|ifdef|ifndef|elif|elifdef|elifndef|else|endif)\b")
+_STRING_BODY = re.compile(r'\s*(?:(?:(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"\s*)*)')
+_STATEMENT_END = ("\n", ";", "{", "}")
+_INCLUDE_ANY = re.compile(r'^[ \t]*(?:#|%:)[ \t]*include[ \t]*"', re.MULTILINE)  # a file of the kernel's
+ASM_VARIANTS = 16  # templates one asm may read as, its string macros' definitions combined
+
+
+def _string_macros(code: str) -> dict[str, list[str]]:
+    """Object-like macros the text defines as string literals only, each with every text it is defined to
+    (`#if ... #define STR_REL_CTA "" #else #define STR_REL_CTA ".release.cta"`: flashinfer spells PTX
+    qualifiers so); a name also defined otherwise, with parameters, `#undef`ined, or defined before a
+    `#include "..."` (that file may define it again) is none. A `-D` of the same name counts for nothing:
+    the text's own definition comes later and wins."""
+    found: dict[str, list[str]] = {}
+    other = set(re.findall(r"^[ \t]*(?:#|%:)[ \t]*undef[ \t]+(\w+)", code, re.MULTILINE))
+    last_include = max((m.start() for m in _INCLUDE_ANY.finditer(code)), default=-1)
+    for m in _DEFINE.finditer(code):
+        body = m.group(3)
+        if m.group(2) or not _STRING_BODY.fullmatch(body) or m.start() < last_include:
+            other.add(m.group(1))  # a file included after it may define it again, and that one counts
+            continue
+        parts = re.findall(r'(?:u8|[uUL])?"(?:\\.|[^"\\\n])*"', body)
+        found.setdefault(m.group(1), []).append("".join(_string_value(x) or "" for x in parts))
+    return {name: texts for name, texts in found.items() if name not in other}
+
+
+def _asm_literals(
+    code: str, at: int, literals: dict[int, int], macros: dict[str, list[str]]
+) -> tuple[list[str], list[str]]:
+    """The string-literal runs at the top level of the asm whose `(` ends at `at` (its template, its
+    constraints and clobbers; joined, decoded, each way its string macros may read), and why they may not
+    be read whole: a name or `#x` beside them that is no string macro of the text's own (another macro may
+    spell anything), no literal first, or a preprocessor condition (CUTLASS guards an L2 hint so: honest)
+    splitting a run other than between statements, where each branch would join words the scan reads
+    apart. Every branch of a condition opened inside is read, also past the `)` one branch closes with."""
+    texts: list[str] = []
+    problems: set[str] = set()
+    depth, i, n = 1, at, len(code)
+    first = True
+    run: list[str] | None = None  # the run being read, each way it may read
+    after: list[str] | None = None  # the last run, when only directives have come since
+
+    def extend(ways: list[str]) -> None:
+        nonlocal run, first
+        if (
+            run is None
+            and after is not None
+            and not all(a.rstrip(" \t").endswith(_STATEMENT_END) for a in after)
+        ):
+            problems.add("an asm template split by a preprocessor condition mid-statement")
+        run = [a + b for a in (run or [""]) for b in ways]
+        first = False
+        if len(run) > ASM_VARIANTS:
+            problems.add("an asm template read too many ways (string macros)")
+            run = run[:ASM_VARIANTS]
+
+    groups: list[tuple[int, bool]] = []  # conditions opened inside the asm: the depth and state they began at
+    while i < n and (depth or groups):
+        c = code[i]
+        line_start = code.rfind("\n", 0, i) + 1
+        directive = _DIRECTIVE_LINE.match(code, line_start) if c in "#%" else None
+        if directive and not code[line_start:i].strip():
+            if run is not None:
+                texts.extend(run)
+                after, run = run, None
+            word = _CONDITION.match(directive.group())
+            if word and word.group(1).startswith("if"):
+                groups.append((depth, first))
+            elif word and groups and word.group(1) in ("elif", "else"):
+                depth, first = groups[-1]  # each branch reads from where the condition began
+            elif word and groups:
+                groups.pop()
+            i = directive.end()
+            continue
+        if c.isspace() or not depth:
+            i += 1
+            continue
+        value = _string_value(code[i : literals[i]]) if i in literals else None
+        name = _IDENTIFIER.match(code, i) if value is None else None
+        if depth == 1 and value is not None:
+            extend([value])
+            i = literals[i]
+            continue
+        if depth == 1 and name and name.group() in macros and not code[i - 1 : i].isalnum():
+            extend(macros[name.group()])
+            i = name.end()
+            continue
+        if run is not None:
+            texts.extend(run)
+            run = None
+        after = None
+        if depth == 1 and (first or c not in ":,()[]"):
+            problems.add("an asm template not made of string literals alone")
+            first = False
+        if i in literals:  # a character literal: `'('` counts no parenthesis
+            i = literals[i]
+            continue
+        depth += 1 if c in "([" else -1 if c in ")]" else 0
+        i += 1
+    texts.extend(run or [])
+    return texts, sorted(problems)
+
+
+def _template_problems(template: str) -> list[str]:
+    """What an asm template (literals joined, escapes decoded) may do besides compute."""
+    hits = [f"asm {' '.join(m.group().split())!r}" for m in _ASM_TRAP.finditer(template)]
+    for statement in _ASM_STATEMENT.finditer(template):
+        lead = _ASM_LEAD.match(statement.group()).group(1)  # type: ignore[union-attr]  # all optional
+        if _SYMBOL_OPERAND.match(lead) or (lead.startswith(".") and lead.lower() not in PTX_DECLARATIONS):
+            hits.append(f"asm {lead!r}")
+    names = (*_NATIVE_DOORS.finditer(template), *_NATIVE_ASYNC.finditer(template))
+    hits += [f"asm {_native_hit(m)!r}" for m in names]
+    return hits
 
 
 # Files Python imports without a source to read (red team round 7, redteam7_sourceless_pyc: kernel.py only
@@ -582,7 +1059,7 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
             found += scan_source(path.read_text(errors="replace"), rel, local, containers)
         elif path.suffix in NATIVE_SUFFIXES:
             text = path.read_text(errors="replace")
-            found += [f"{rel}: {what}" for what in native_source_problems(text)]
+            found += [f"{rel}: {what}" for what in native_source_problems(text, always=True)]
             found += included_problems(path, text, Path(kernel_dir))
     from .languages.solution import inline_sources  # solution.json `content` the worker writes out and runs
 
@@ -594,7 +1071,51 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
         if rel.endswith(".py"):
             found += scan_source(text, f"solution.json:{rel}")
         elif rel.endswith(NATIVE_SUFFIXES):
-            found += [f"solution.json:{rel}: {what}" for what in native_source_problems(text)]
+            found += [f"solution.json:{rel}: {what}" for what in native_source_problems(text, always=True)]
+    return found + [f"solution.json: {what}" for what in compile_option_problems(Path(kernel_dir))]
+
+
+def compile_option_problems(kernel_dir: Path) -> list[str]:
+    """flag_problems of solution.json's compile_options (cflags, cuda_cflags, ld_flags)."""
+    from .languages.solution import SpecError, load_solution_json
+
+    try:
+        data = load_solution_json(kernel_dir) or {}
+    except SpecError:
+        return []  # the worker reports it
+    spec = data.get("spec", data) if isinstance(data, dict) else {}
+    options = spec.get("compile_options") if isinstance(spec, dict) else None
+    flags = [
+        flag
+        for name in ("cflags", "cuda_cflags", "ld_flags")
+        for flag in ((options or {}).get(name) or [] if isinstance(options, dict) else [])
+        if isinstance(flag, str)
+    ]
+    joined = " ".join(flags)  # `"-D", "NS=aten"`: one flag
+    return [what for flag in re.split(r"\s(?=-)", joined) for what in flag_problems(flag)]
+
+
+# Compiler flags that define macros where the native scan cannot see them (`-DNS=aten` for a registration
+# macro's namespace, `-DA=__asm__` for an asm the scan would not know as one; load_inline's extra_cflags,
+# solution.json's compile_options), or that include a file no `#include` names (`-include`, `-imacros`).
+# A `-D` alone in a Python string is refused too: what it defines is in the next string, which may be any.
+_MACRO_FLAG = re.compile(
+    r"\s*(?:-D|--define-macro)(?:[\s=]*)[A-Za-z_]\w*(?:\([\w\s,.]*\))?(?:=(.*))?", re.DOTALL
+)
+_INCLUDE_FLAG = re.compile(r"\s*--?(?:include|imacros)\b")
+
+
+def flag_problems(flag: str) -> list[str]:
+    """What a compiler flag (or a string that may be one) does that the native scan cannot follow."""
+    found: list[str] = []
+    define = _MACRO_FLAG.fullmatch(flag)
+    words = _IDENTIFIER.findall(_C_STRING.sub(" ", define.group(1) or "")) if define else []
+    if any(w in TORCH_NAMESPACES or w == "_" or _ASM.fullmatch(w) for w in words):
+        found.append(f"a compiler flag defines a macro as asm or a namespace of torch's: {flag[:60]!r}")
+    if flag.strip() in ("-D", "--define-macro"):
+        found.append("a macro flag apart from its definition (`-D`, then what it defines)")
+    if _INCLUDE_FLAG.match(flag):
+        found.append(f"a compiler flag includes a file no #include names: {flag[:60]!r}")
     return found
 
 
@@ -900,14 +1421,7 @@ def _round_three(
         func = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
         if func == "type" and len(node.args) == 3:
             found.append("creates a class with type(name, bases, namespace) (attributes by name)")
-        if func in ("wraps", "update_wrapper") and (
-            len(node.args) > (1 if func == "wraps" else 2) or any(k.arg != "wrapped" for k in node.keywords)
-        ):
-            found.append(f"calls {func} with the attributes to copy (it can copy __code__ or a namespace)")
-        if func == "update_wrapper":
-            found.append(
-                "calls update_wrapper (it writes attributes, a namespace too, into its first argument)"
-            )
+        # functools.wraps / update_wrapper: judged by every name they go by (round nine, _wrapper_copier)
     if isinstance(node, ast.Attribute) and not isinstance(parents.get(id(node)), ast.Attribute):
         dotted = _dotted(node, aliases) or ""
         hit = next((d for d in sorted(BANNED_DOTTED) if dotted == d or dotted.startswith(d + ".")), None)
@@ -966,6 +1480,17 @@ TORCH_NAMESPACES = frozenset(
         "mkl",
         "xnnpack",
         "sparse",
+        # the rest of those torch 2.13 registers (`torch._C._dispatch_get_all_op_names()`); native checks
+        # also refuse every namespace led by `_` (policy._torch_namespace)
+        "_native",
+        "_c10d_functional_autograd",
+        "debug_mode_ops",
+        "export",
+        "inductor_prims",
+        "mkldnn_prepacked",
+        "quantization",
+        "static_runtime",
+        "symm_mem",
     }
 )
 
@@ -1920,3 +2445,179 @@ def own_container_item(
     module, _, member = (names.resolve(base) or "").rpartition(".")
     key = own_module_key(module, filename, local_modules)
     return key is not None and member in containers.get(key, ())
+
+
+# -- Round nine, red team (candidates/redteam9_*): routes that passed the rules above ----------------------
+# redteam9_wraps_namespace: `functools.wraps(Class)(out)` ends in `out.__dict__.update(Class.__dict__)`, an
+# instance attribute `detach` planted on the output without an assignment; only `wraps` given the
+# attributes to copy and `update_wrapper` by that very name were refused (`from functools import
+# update_wrapper as uw` scanned clean). The same namespace write has other spellings: a descriptor's
+# protocol called by hand (`functools.cached_property(f).__get__(out)` stores into `out.__dict__`) and a
+# class's `__init__` run on another object (`argparse.Namespace.__init__(out, detach=f)`, or a
+# classmethod's `cls.__init__(out, f)`).
+WRAPPER_COPIERS = frozenset({"wraps", "update_wrapper"})
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"__get__", "__set__", "__delete__", "__set_name__"}
+
+# redteam9_format_field_gc: `string.Formatter().get_field("0.__globals__[__builtins__][__import__]",
+# (fn,), {})[0]` walks a format field's attribute and index chain and hands back the object, a getattr by
+# string like the banned attrgetter. Formatter is refused (logging.Formatter, a log line's layout, is
+# another class), and so are the methods that hand out the walked object under any receiver (logging keeps
+# an instance, `logging._str_formatter`), and the hooks a subclass receives it in. `str.format` itself only
+# ever returns text.
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
+    "get_field",
+    "get_value",
+    "vformat",
+    "_vformat",
+    "_str_formatter",
+    "StrFormatter",
+}
+FORMATTER_HOOKS = frozenset({"format_field", "convert_field"})
+
+# Every dunder the policy bans as an attribute or a name is no kernel's business inside a lookup path
+# either: a format field (`"{0.__globals__}"`), a dotted name (`"statistics.__dict__"`), `"mod:attr"`.
+BANNED_STRINGS = BANNED_STRINGS | {a for a in BANNED_ATTRIBUTES if a.startswith("__")} | BANNED_NAMES
+# A dunder that starts the text or follows `.`, `[`, `:` or `{` is a step of a path; one in a sentence
+# ("the object's __dict__", "see __init__") is not.
+_DUNDER_STEP = re.compile(r"(?:^|[.\[:{])(__\w+?__)(?!\w)")
+
+
+def _round_nine(
+    node: ast.AST,
+    parents: dict[int, ast.AST],
+    aliases: dict[str, str],
+    docstrings: set[int],
+    methods: dict[str, set[str]],
+    names: Bindings,
+) -> list[str]:
+    found: list[str] = []
+    copier = _wrapper_copier(node, aliases)
+    if copier is not None and not (copier == "wraps" and _wraps_decorator(node, parents)):
+        call = parents.get(id(node))
+        how = "calls" if isinstance(call, ast.Call) and call.func is node else "uses"
+        found.append(
+            f"{how} {copier} other than as `@wraps(fn)` on a def (it copies an object's namespace, "
+            "`__dict__` and all, into its target)"
+        )
+    if isinstance(node, ast.ImportFrom) and any(a.name == "update_wrapper" for a in node.names):
+        found.append(f"imports update_wrapper from {node.module!r} (it writes a namespace into any object)")
+    if _string_formatter(node, aliases):
+        found.append("uses string.Formatter (its fields walk attributes and items by string: getattr)")
+    if (
+        isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+        and node.name in FORMATTER_HOOKS
+        and isinstance(parents.get(id(node)), ast.ClassDef)
+    ):
+        found.append(f"defines {node.name!r} (a Formatter hook: it receives the object a field walked to)")
+    if isinstance(node, ast.Constant) and id(node) not in docstrings:
+        found += [f"names {d!r} as a step of a lookup path (getattr by string)" for d in _dunder_steps(node)]
+    if isinstance(node, ast.Attribute) and node.attr == "__init__" and not _own_init(node, parents, names):
+        owner = _dotted(node.value, aliases) or "an expression"
+        found.append(f"uses {owner}.__init__ on an object not its own (it sets attributes on what it gets)")
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name):
+        cls = _classmethod_class(node, node.value.id, parents)
+        if cls is not None and node.attr in methods.get(cls, ()) and not _passes_own_self(node, parents):
+            found.append(f"takes the method {cls}.{node.attr} unbound through {node.value.id!r}")
+    return found
+
+
+def _wrapper_copier(node: ast.AST, aliases: dict[str, str]) -> str | None:
+    """`wraps` or `update_wrapper` where `node` names one: as an attribute of anything (`functools.wraps`,
+    `ft.wraps`), by its own name, or by a name an import binds to it (`from functools import wraps as w`)."""
+    if isinstance(node, ast.Attribute) and node.attr in WRAPPER_COPIERS:
+        return node.attr
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+        name = aliases.get(node.id, node.id).rpartition(".")[2]
+        return name if name in WRAPPER_COPIERS else None
+    return None
+
+
+def _wraps_decorator(node: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """`@functools.wraps(fn)` directly on a def, with one positional argument: it copies `fn`'s attributes
+    into the function the def just made, the kernel's own. Called anywhere else (`wraps(obj)(target)`),
+    given what to copy, or passed as a value, it writes into whatever it is handed."""
+    call = parents.get(id(node))
+    function = parents.get(id(call))
+    return (
+        isinstance(call, ast.Call)
+        and call.func is node
+        and isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef)
+        and any(d is call for d in function.decorator_list)
+        and len(call.args) == 1
+        and not isinstance(call.args[0], ast.Starred)
+        and not call.keywords
+    )
+
+
+def _string_formatter(node: ast.AST, aliases: dict[str, str]) -> bool:
+    """`string.Formatter` under any name: a `Formatter` attribute of anything but logging (`string`
+    reached through another module too), or a name an import binds to it."""
+    if isinstance(node, ast.Attribute) and node.attr == "Formatter":
+        return _dotted(node.value, aliases) != "logging"
+    if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in aliases:
+        module, _, name = aliases[node.id].rpartition(".")
+        return name == "Formatter" and module != "logging"
+    return False
+
+
+def _dunder_steps(node: ast.Constant) -> list[str]:
+    """Banned dunders (BANNED_STRINGS) a string or bytes literal names as steps of a lookup path (one the
+    literal is exactly is reported by _round_three). `"{0.__class__.__name__}"` reads a type's name, what
+    `x.__class__.__name__` may (_type_name_read)."""
+    if isinstance(node.value, bytes):
+        text = node.value.decode("latin-1")
+    elif isinstance(node.value, str) and node.value not in BANNED_STRINGS:
+        text = node.value
+    else:
+        return []
+    steps = []
+    for m in _DUNDER_STEP.finditer(text):
+        name = m.group(1)
+        after = text[m.end() :]
+        if name == "__class__" and any(after.startswith(f".{a}") for a in TYPE_ATTRIBUTES_OK):
+            continue
+        if name in BANNED_STRINGS and name not in steps:
+            steps.append(name)
+    return steps
+
+
+def _binding_function(node: ast.AST, name: str, parents: dict[int, ast.AST]) -> ast.AST | None:
+    """The nearest function (or lambda) around `node` that binds `name` as a parameter."""
+    up = parents.get(id(node))
+    while up is not None and not isinstance(up, ast.Module):
+        if isinstance(up, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            args = up.args
+            params = [*args.posonlyargs, *args.args, *args.kwonlyargs, args.vararg, args.kwarg]
+            if any(a is not None and a.arg == name for a in params):
+                return up
+        up = parents.get(id(up))
+    return None
+
+
+def _classmethod_class(node: ast.Attribute, name: str, parents: dict[int, ast.AST]) -> str | None:
+    """The class whose classmethod received `name` as its first parameter (`cls`), where `node` sits:
+    `cls.method` is then that class's function, unbound, callable with any object as `self`."""
+    if not own_instance(node, name, parents):
+        return None
+    function = _binding_function(node, name, parents)
+    cls = parents.get(id(function))
+    if isinstance(cls, ast.ClassDef) and _decorated(function, "classmethod"):
+        return cls.name
+    return None
+
+
+def _own_init(node: ast.Attribute, parents: dict[int, ast.AST], names: Bindings) -> bool:
+    """`super().__init__(...)` (the builtin super: a name the file never binds), `Base.__init__(self, ...)`
+    with a method's own `self`, and `self.__init__` (bound to the instance): an `__init__` run on the object
+    the method received. Any other receiver (`argparse.Namespace.__init__(out, detach=f)`, a classmethod's
+    `cls.__init__(out, f)`) runs a class's initialiser, its attribute writes by name, on anyone's object."""
+    receiver = node.value
+    if isinstance(receiver, ast.Call) and names.resolve(receiver.func) == "super":
+        return True
+    if _passes_own_self(node, parents):
+        return True
+    return (
+        isinstance(receiver, ast.Name)
+        and own_instance(node, receiver.id, parents)
+        and _classmethod_class(node, receiver.id, parents) is None
+    )

@@ -4,11 +4,17 @@ scans clean, and the cheat next to it, written the way a cheater would bend the 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from aka_graph.tools.evaluator.harness.policy import compiled_module, scan_kernel_dir, scan_source
+from aka_graph.tools.evaluator.harness.policy import (
+    compiled_module,
+    native_source_problems,
+    scan_kernel_dir,
+    scan_source,
+)
 from aka_graph.tools.evaluator.harness.worker_proc import read_only_copy, remove_tree
 
 HONEST = {
@@ -406,3 +412,473 @@ def test_a_container_no_sibling_is_known_to_have_made_stays_a_module(
     _write_tree(tmp_path, files)
     found = scan_kernel_dir(tmp_path)
     assert any("assigns into the module" in f for f in found), found
+
+
+# Red team round 9 (candidates/redteam9_*): namespaces copied without an assignment, attributes walked by a
+# format field's path, and native code run later by a signal, a timer or a thread. Each route refused under
+# every name it goes by, beside the honest idiom that shares its spelling.
+HONEST |= {
+    "@functools.wraps(fn) on a def": (
+        "import functools\ndef deco(fn):\n    @functools.wraps(fn)\n    def w(*a):\n        return fn(*a)\n"
+        "    return w\n"
+    ),
+    "@wraps(fn) imported by name, and under another name": (
+        "from functools import wraps\nfrom functools import wraps as keep\ndef deco(fn):\n    @wraps(fn)\n"
+        "    def w(*a):\n        return fn(*a)\n    @keep(fn)\n    async def v(*a):\n        return fn(*a)\n"
+        "    return w, v\n"
+    ),
+    "a format string reading a shape": "def msg(x):\n    return '{0.shape} vs {0.dtype}'.format(x)\n",
+    "a type's name through a format field": (
+        "def msg(x):\n    return 'got {0.__class__.__name__}'.format(x)\n"
+    ),
+    "dunders in a docstring and in prose": (
+        'def f(x):\n    """See __init__: kwargs land in self.__dict__ (the "0.__globals__" of nothing)."""\n'
+        "    if x is None:\n        raise TypeError('expected an object with a __dict__, see __init__')\n"
+        "    return x\n"
+    ),
+    "logging's own Formatter": (
+        "import logging\nfrom logging import Formatter\nh = logging.StreamHandler()\n"
+        "h.setFormatter(logging.Formatter('%(message)s'))\nF = Formatter('{message}', style='{')\n"
+    ),
+    "__init__ of a base on the method's own self": (
+        "import torch\nclass M(torch.nn.Module):\n    def __init__(self):\n"
+        "        torch.nn.Module.__init__(self)\n"
+        "class N(torch.nn.Module):\n    def __init__(self):\n        super().__init__()\n"
+        "        self.n = 0\n    def reset(self):\n        self.__init__()\n"
+    ),
+    "a classmethod making its own instance": (
+        "class C:\n    def __init__(self, n):\n        self.n = n\n    @classmethod\n    def make(cls, n):\n"
+        "        return cls(n)\n"
+    ),
+    "cached_property and a descriptor of the kernel's own": (
+        "import functools\nclass Lazy:\n    def __init__(self, f):\n        self.f = f\n"
+        "    def __get__(self, obj, owner=None):\n        return self.f(obj)\n"
+        "class C:\n    @functools.cached_property\n    def w(self):\n        return 1\n    v = Lazy(len)\n"
+        "W = C().w\n"
+    ),
+}
+
+CHEATS |= {
+    "wraps copying a class's namespace into a tensor (red team round 9)": (
+        "import functools\ndef run(y):\n    class D:\n        def detach():\n            return y\n"
+        "    functools.wraps(D)(y)\n"
+    ),
+    "wraps imported by name, called": "from functools import wraps\ndef run(y, D):\n    wraps(D)(y)\n",
+    "wraps under another name, called": "from functools import wraps as w\ndef run(y, D):\n    w(D)(y)\n",
+    "update_wrapper under another name": (
+        "from functools import update_wrapper as uw\ndef run(y, D):\n    uw(y, D)\n"
+    ),
+    "wraps passed on as a value": "import functools\nW = functools.partial(functools.wraps, print)\n",
+    "wraps by getattr": "import functools\nW = getattr(functools, 'wraps')\n",
+    "wraps given what to copy, as a decorator": (
+        "import functools\nA = ('__co' + 'de__',)\ndef deco(fn):\n    @functools.wraps(fn, assigned=A)\n"
+        "    def w():\n        pass\n"
+    ),
+    "wraps called inside a decorator expression": (
+        "import functools\ndef run(y, D):\n    @(lambda f: functools.wraps(D)(y))\n"
+        "    def g():\n        pass\n"
+    ),
+    "string.Formatter's get_field (red team round 9)": (
+        "import string\nimport torch\n"
+        "I = string.Formatter().get_field('0.__glo' + 'bals__', (torch.nn.functional.silu,), {})[0]\n"
+    ),
+    "Formatter imported under another name": "from string import Formatter as F\nclass G(F):\n    pass\n",
+    "logging's own string.Formatter instance": "import logging\nF = type(logging._str_formatter)\n",
+    "a field walked by any receiver's vformat": "def f(fmt, a):\n    return fmt.vformat('{0}', a, {})\n",
+    "a Formatter hook defined": (
+        "KEEP = []\nclass G(object):\n    def format_field(self, value, spec):\n        KEEP.append(value)\n"
+        "        return ''\n"
+    ),
+    "a dunder path inside a longer literal": "P = '0.__globals__[__builtins__][__import__]'\n",
+    "a dunder path in bytes": "P = b'0.__globals__'\n",
+    "a dunder path in an f-string's text": "def f(k):\n    return f'0.__globals__[{k}]'\n",
+    "a dotted name through a namespace": "N = 'statistics.__dict__'\n",
+    "a type walked past its name": "def f(x):\n    return '{0.__class__.__base__}'.format(x)\n",
+    "cached_property's __get__ on a tensor": (
+        "import functools\nclass K:\n    detach = functools.cached_property(lambda self: print)\n"
+        "def run(y):\n    K.detach.__get__(y)\n"
+    ),
+    "a descriptor named by hand": (
+        "import functools\nC = functools.cached_property(print)\nC.__set_name__(None, 'detach')\n"
+    ),
+    "a library class's __init__ run on a tensor": (
+        "import argparse\ndef run(y, f):\n    argparse.Namespace.__init__(y, detach=f)\n"
+    ),
+    "a classmethod's cls.__init__ on another object": (
+        "class C:\n    def __init__(self, f):\n        self.detach = f\n    @classmethod\n"
+        "    def plant(cls, y, f):\n        cls.__init__(y, f)\n"
+    ),
+    "a super() of the file's own": (
+        "import argparse\ndef super():\n    return argparse.Namespace\ndef run(y, f):\n"
+        "    super().__init__(y, detach=f)\n"
+    ),
+    "a classmethod's cls.method on another object": (
+        "class C:\n    def arm(self, f):\n        self.detach = f\n    @classmethod\n"
+        "    def plant(cls, y, f):\n        cls.arm(y, f)\n"
+    ),
+    "a thread in a load_inline source": (
+        "SRC = '#include <thread>\\nvoid go() { std::thread t([] {}); t.detach(); }'\n"
+    ),
+}
+
+
+NATIVE_HONEST = {
+    "a CUDA kernel whose words contain signal, thread and kill": (
+        "#include <cooperative_groups.h>\nusing namespace cooperative_groups;\n"
+        "// each thread (one per row) raises (squares) its value and signals (sets) the flag; no\n"
+        "// signal(SIGALRM, h), alarm(1) or std::thread t(f) here: this is a comment\n"
+        "/* thread block (CTA): sigaction(SIGUSR2) would be a timer */\n"
+        "__global__ void k(const float* signal, float* out, int* kill_switch, int signal_ready) {\n"
+        "    thread_block block = this_thread_block();\n    int t = threadIdx.x + block.thread_rank();\n"
+        "    __syncthreads();\n    const float* p = &signal[t];\n"
+        "    if (!*kill_switch && signal_ready) out[t] = p[0] * 1'000;\n}\n"
+    ),
+    "CUTLASS's thread namespace, hardware_concurrency and this_thread": (
+        "#include <thread>\nusing Epilogue = cutlass::epilogue::thread::LinearCombination<float, 4>;\n"
+        "int workers() {\n    std::this_thread::yield();\n"
+        "    return std::thread::hardware_concurrency();\n}\n"
+    ),
+    "signal as a method of the kernel's own": (
+        "#include <atomic>\nstruct Flag {\n    std::atomic<int> v{0};\n    void signal(int n);\n};\n"
+        "void Flag::signal(int n) { v.store(n); }\nvoid go(Flag& f, Flag* g) { f.signal(1); g->signal(2); }\n"
+    ),
+    "a URL in a string": '#include <cstdio>\nvoid f() { const char* u = "http://x/*"; puts(u); }\n',
+}
+
+NATIVE_CHEATS = {
+    "sigaction and a POSIX timer (red team round 9)": (
+        "#include <signal.h>\n#include <time.h>\nvoid on_tick(int) {}\n"
+        "void arm() {\n    struct sigaction sa;\n"
+        "    sa.sa_handler = on_tick;\n    sigaction(12, &sa, nullptr);\n    struct sigevent ev;\n"
+        "    timer_t t;\n    timer_create(1, &ev, &t);\n}\n"
+    ),
+    "signal and alarm": "#include <csignal>\nvoid arm(void (*h)(int)) { signal(14, h); alarm(1); }\n",
+    "std::signal": "#include <csignal>\nvoid arm(void (*h)(int)) { std::signal(12, h); }\n",
+    "global ::signal": "#include <csignal>\nvoid arm(void (*h)(int)) { ::signal(12, h); }\n",
+    "a signal by name": "#include <csignal>\nint which() { return SIGUSR2; }\n",
+    "setitimer": "#include <sys/time.h>\nvoid arm(itimerval* v) { setitimer(0, v, nullptr); }\n",
+    "ualarm": "#include <unistd.h>\nvoid arm() { ualarm(200, 200); }\n",
+    "raise": "#include <csignal>\nvoid go() { raise(12); }\n",
+    "a call after a conditional's colon": "#include <csignal>\nint go(bool c) { return c ? 0 :raise(12); }\n",
+    "a declaring word a macro removes": (
+        "#include <csignal>\n#define inline\nvoid go() { inline raise(12); }\n"
+    ),
+    "pthread_kill": "#include <pthread.h>\nvoid go(pthread_t t) { pthread_kill(t, 12); }\n",
+    "std::thread": "#include <thread>\nvoid go() { std::thread t([] {}); t.detach(); }\n",
+    "std::jthread": "#include <thread>\nvoid go() { std::jthread t([] {}); }\n",
+    "std::async": "#include <future>\nvoid go() { auto f = std::async([] { return 1; }); }\n",
+    "pthread_create": (
+        "#include <pthread.h>\nvoid go(void* (*f)(void*)) { pthread_t t; pthread_create(&t, 0, f, 0); }\n"
+    ),
+    "a thread under using namespace std": (
+        "#include <thread>\nusing namespace std;\nvoid go() { thread t([] {}); t.detach(); }\n"
+    ),
+    "a thread through a namespace alias": (
+        "#include <thread>\nnamespace s = std;\nvoid go() { s::thread t(f); }\n"
+    ),
+    "a host function on a CUDA stream": (
+        "#include <cuda_runtime.h>\n"
+        "void go(cudaStream_t s, cudaHostFn_t f) { cudaLaunchHostFunc(s, f, 0); }\n"
+    ),
+    "torch's inter-op pool": "#include <ATen/Parallel.h>\nvoid go() { at::launch([] {}); }\n",
+    "glibc's own spellings": (
+        '#include <signal.h>\nextern "C" int __fork();\n'
+        "void go(void* a) { __sigaction(12, a, 0); __fork(); }\n"
+    ),
+    "a symbol version lookup": (
+        '#include <dlfcn.h>\nvoid* go() { return dlvsym(0, "system", "GLIBC_2.2.5"); }\n'
+    ),
+    "names split by line splices": (
+        '#include <cstdlib>\nvoid go(void* a) { sigac\\\ntion(12, a, 0); sys\\\ntem("id"); }\n'
+    ),
+    "a comment opened inside a string hides nothing": (
+        '#include <x>\nvoid go() { const char* s = "/*"; sigaction(12, 0, 0); // */\n}\n'
+    ),
+    "a raw string read as C": (
+        '#include <x>\nvoid go() { auto s = R"x( " )x" /* "; sigaction(12, 0, 0); // */\n}\n'
+    ),
+    "a digit separator read as C": (
+        "#include <x>\nvoid go() {\n    int n = 1'000; "
+        'const char* s = "a\'b /* "; sigaction(12, 0, 0); // */\n}\n'
+    ),
+    "token pasting spelled with digraphs": (
+        '#include <cstdlib>\n%:define J(a, b) a%:%:b\nvoid go() { J(sys, tem)("id"); }\n'
+    ),
+}
+
+
+@pytest.mark.parametrize("source", list(NATIVE_HONEST.values()), ids=list(NATIVE_HONEST))
+def test_an_honest_native_source_scans_clean(source: str) -> None:
+    assert native_source_problems(source) == []
+
+
+@pytest.mark.parametrize("source", list(NATIVE_CHEATS.values()), ids=list(NATIVE_CHEATS))
+def test_native_code_run_later_or_out_of_process_is_refused(source: str) -> None:
+    assert native_source_problems(source)
+
+
+# candidate -> what the policy says about it
+ROUND_NINE = {
+    "redteam9_wraps_namespace": "calls wraps other than as `@wraps(fn)` on a def",
+    "redteam9_native_wraps_namespace": "calls wraps other than as `@wraps(fn)` on a def",
+    "redteam9_format_field_gc": "uses string.Formatter",
+    "redteam9_format_field_gc_rmsnorm": "names '__globals__' as a step of a lookup path",
+    "redteam9_cpp_sigusr_timer": "installs a signal handler, arms a timer or starts a thread: SIGEV_SIGNAL",
+}
+
+
+@pytest.mark.parametrize("candidate", sorted(ROUND_NINE))
+def test_the_policy_names_each_round_nine_route(candidate: str) -> None:
+    found = scan_kernel_dir(Path(__file__).parent / "candidates" / candidate)
+    assert any(ROUND_NINE[candidate] in f for f in found), found
+
+
+# Round nine b: operator registrations in native code. A namespace of the kernel's own is honest, and so is
+# calling any operator; registering code under torch's (redteam9b_cpp_aten_copy_impl: aten::copy_ at
+# AutogradCPU ran the kernel inside the harness's own untimed copies) or for every operator is not.
+NATIVE_HONEST |= {
+    "TORCH_LIBRARY and TORCH_LIBRARY_IMPL on an own namespace": (
+        "#include <torch/library.h>\nat::Tensor rmsnorm_cuda(const at::Tensor& x);\n"
+        'TORCH_LIBRARY(myops, m) { m.def("rmsnorm(Tensor x) -> Tensor"); }\n'
+        'TORCH_LIBRARY_IMPL(myops, CUDA, m) { m.impl("rmsnorm", &rmsnorm_cuda); }\n'
+        'TORCH_LIBRARY_FRAGMENT(myops, m) { m.def("myops::scale(Tensor x) -> Tensor"); }\n'
+    ),
+    "torch's stable-ABI registration on an own namespace (flash-attention)": (
+        "#include <torch/csrc/stable/library.h>\n"
+        'STABLE_TORCH_LIBRARY(flash_attn_3, m) { m.def("fwd(Tensor q) -> Tensor"); }\n'
+        'STABLE_TORCH_LIBRARY_IMPL(flash_attn_3, CUDA, m) { m.impl("fwd", &fwd); }\n'
+    ),
+    "a helper handed the Library": (
+        '#include <torch/library.h>\nvoid define_ops(torch::Library& m) { m.def("f(Tensor x) -> Tensor"); }\n'
+        "TORCH_LIBRARY(myops, m) { define_ops(m); }\n"
+    ),
+    "pybind11's module": (
+        "#include <torch/extension.h>\nat::Tensor forward(at::Tensor x) { return x; }\n"
+        'PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("forward", &forward, "RMSNorm"); }\n'
+    ),
+    "calling operators, aten's included, and one found by its schema": (
+        "#include <ATen/ATen.h>\n#include <ATen/core/dispatch/Dispatcher.h>\n"
+        "at::Tensor f(const at::Tensor& x) {\n    auto y = at::empty_like(x);\n"
+        "    at::_ops::copy_::call(y, x, false);\n    auto z = torch::zeros({3});\n"
+        '    static auto add = c10::Dispatcher::singleton().findSchemaOrThrow("aten::add", "Tensor")\n'
+        "        .typed<at::Tensor(const at::Tensor&, const at::Tensor&, const at::Scalar&)>();\n"
+        '    TORCH_CHECK(x.is_cuda(), "a CUDA Library tensor, please");\n    return add.call(y, z, 1);\n}\n'
+    ),
+    "a message naming an operator namespace in prose": (
+        '#include <torch/extension.h>\nvoid f(bool ok) { TORCH_CHECK(ok, "sparse tensors unsupported"); }\n'
+        '#define MSG "no profiler here"\n'
+    ),
+}
+
+NATIVE_CHEATS |= {
+    "aten's copy_ at AutogradCPU (red team round 9b)": (
+        "#include <torch/library.h>\n"
+        'TORCH_LIBRARY_IMPL(aten, AutogradCPU, m) { m.impl("copy_", copy_hook); }\n'
+    ),
+    "a fallback for every operator": (
+        "#include <torch/library.h>\nTORCH_LIBRARY_IMPL(_, AutogradCPU, m) {\n"
+        "    m.fallback(torch::CppFunction::makeFromBoxedFunction<&hook>());\n}\n"
+    ),
+    "a fallback registered from an own library's block": (
+        "#include <torch/library.h>\n"
+        "TORCH_LIBRARY_IMPL(myops, CPU, m) { m.fallback(torch::CppFunction(&f)); }\n"
+    ),
+    "torch's other namespaces": (
+        '#include <torch/library.h>\nTORCH_LIBRARY_FRAGMENT(prims, m) { m.def("x(Tensor a) -> Tensor"); }\n'
+        'TORCH_LIBRARY_IMPL(_c10d_functional, CPU, m) { m.impl("all_reduce", f); }\n'
+    ),
+    "a namespace led by an underscore": (
+        '#include <torch/library.h>\nTORCH_LIBRARY_IMPL(_mine, CPU, m) { m.impl("x", f); }\n'
+    ),
+    "the namespace through a macro": (
+        "#include <torch/library.h>\n#define NS aten\n"
+        'TORCH_LIBRARY_IMPL(NS, CPU, m) { m.impl("copy_", f); }\n'
+    ),
+    "the namespace a macro of another file names": (
+        '#include <torch/library.h>\nTORCH_LIBRARY_IMPL(myops, CPU, m) { m.impl("copy_", f); }\n'
+        "#define myops X\n"
+    ),
+    "a macro defining torch's namespace (a header's)": (
+        "#include <x>\n#define NS ID(aten)\nint f() { return 0; }\n"
+    ),
+    "the namespace through a function-like macro": (
+        '#include <torch/library.h>\nTORCH_LIBRARY_IMPL(ID(aten), CPU, m) { m.impl("copy_", f); }\n'
+    ),
+    "the extension's name as the namespace": (
+        "#include <torch/library.h>\n"
+        'TORCH_LIBRARY_IMPL(TORCH_EXTENSION_NAME, CPU, m) { m.impl("copy_", f); }\n'
+    ),
+    "the registration macro wrapped in another": (
+        "#include <torch/library.h>\n#define REG(ns) TORCH_LIBRARY_IMPL(ns, CPU, m)\n"
+        'REG(aten) { m.impl("copy_", f); }\n'
+    ),
+    "the macro's insides": (
+        '#include <torch/library.h>\n_TORCH_LIBRARY_IMPL(aten, CPU, m, 1) { m.impl("copy_", f); }\n'
+    ),
+    "a qualified operator name, split": (
+        '#include <torch/library.h>\nTORCH_LIBRARY_FRAGMENT(myops, m) { m.impl("at" "en::copy_", f); }\n'
+    ),
+    "a Library made by hand": (
+        "#include <torch/library.h>\n"
+        'static torch::Library lib(torch::Library::IMPL, "aten", c10::DispatchKey::CPU, __FILE__, 1);\n'
+        'void go() { lib.impl("copy_", f); }\n'
+    ),
+    "the dispatcher's registrar": (
+        "#include <ATen/core/dispatch/Dispatcher.h>\n"
+        'void go() { c10::Dispatcher::singleton().registerImpl(op, k, fn, {}, {}, ""); }\n'
+    ),
+    "the legacy registrar": (
+        '#include <torch/script.h>\nstatic auto r = torch::RegisterOperators().op("aten::copy_", &f);\n'
+    ),
+    "a callback on every operator call": (
+        "#include <ATen/record_function.h>\n"
+        "void go() { at::addGlobalCallback(at::RecordFunctionCallback(on).needsInputs(true)); }\n"
+    ),
+}
+
+
+# Round nine b: inline assembly. PTX and a compiler barrier are honest; a system call spelled in a template
+# (redteam9b_cpp_sig33_asm: "sy" "scall", rt_sigaction and a POSIX timer on signal 33) is not, nor what
+# could spell one unseen.
+NATIVE_HONEST |= {
+    "PTX: mma, a non-coherent load, a predicate, cp.async, a barrier (CUTLASS, flashinfer)": (
+        "__device__ void f(unsigned a, float* d) {\n"
+        '    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "\n'
+        '                 "{%4,%5,%6,%7}, {%8,%9}, {%10,%11,%12,%13};\\n" : "=f"(d[0]) : "r"(a));\n'
+        '    asm("ld.global.nc.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(d[0]) : "l"(d));\n'
+        '    asm volatile("{\\n\\t.reg .pred p;\\n\\tsetp.ne.b32 p, %0, 0;\\n\\t@p bra.uni DONE;\\n"\n'
+        '                 "\\tDONE:\\n}" :: "r"(a));\n'
+        '    asm volatile("cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\\n" :: "r"(a), "l"(d));\n'
+        '    asm volatile("mov.u32 %0, %%cluster_ctarank;\\n" : "=r"(a));\n'
+        '    asm volatile("trap;");\n    asm volatile("" ::: "memory");\n}\n'
+    ),
+    "an operand list continued on the next line (wgmma)": (
+        '__device__ void f(float* d) {\n    asm volatile("{\\n"\n'
+        '        "wgmma.mma_async.sync.aligned.m64n8k16.f32.bf16.bf16 "\n'
+        '        "{%0, %1, %2, %3},\\n"\n        " %4, %5, p;\\n}\\n" : "+f"(d[0]) : "l"(d));\n}\n'
+    ),
+    "an L2 hint under a preprocessor condition, between statements (CUTLASS)": (
+        "__device__ void f(unsigned s, const void* g, bool p) {\n    asm volatile(\n"
+        '        "{\\n"\n        "  .reg .pred p;\\n"\n        "  setp.ne.b32 p, %0, 0;\\n"\n'
+        "#if CUTLASS_ENABLE_L2_PREFETCH\n"
+        '        "  @p cp.async.ca.shared.global.L2::128B [%1], [%2], 16;\\n"\n#else\n'
+        '        "  @p cp.async.ca.shared.global [%1], [%2], 16;\\n"\n#endif\n'
+        '        "}\\n" ::"r"((int)p), "r"(s), "l"(g));\n'
+        "    asm volatile(\n#if CUTLASS_ENABLE_L2_PREFETCH\n"
+        '        "cp.async.cg.shared.global.L2::128B [%0], [%1], 16;\\n" ::"r"(s), "l"(g));\n#else\n'
+        '        "cp.async.cg.shared.global [%0], [%1], 16;\\n" ::"r"(s), "l"(g));\n#endif\n}\n'
+    ),
+    "a qualifier spelled by a string macro of the file's own (flashinfer)": (
+        '#if __CUDACC_VER_MAJOR__ < 12\n#define STR_REL_CTA ""\n#else\n#define STR_REL_CTA ".release.cta"\n'
+        "#endif\n__device__ void f(unsigned long long* s, unsigned a) {\n"
+        '    asm volatile("mbarrier.arrive" STR_REL_CTA ".b64 %0, [%1];\\n'
+        '" : "=l"(*s) : "r"(a) : "memory");\n}\n'
+    ),
+    "a register variable": 'long f(long d) {\n    register long r10 asm("r10") = d;\n    return r10;\n}\n',
+    "asm in a message and in prose": (
+        '#include <cstdio>\nvoid f() { puts("inline asm (PTX) is used here"); }\n'
+        "// asm volatile(S) in a comment is no statement\n"
+    ),
+}
+
+NATIVE_CHEATS |= {
+    "a system call, its instruction split in two literals (red team round 9b)": (
+        "long sys6(long n) {\n    long r;\n"
+        '    asm volatile("sy" "scall" : "=a"(r) : "a"(n) : "rcx", "r11", "memory");\n    return r;\n}\n'
+    ),
+    "a system call by an escape": 'void f() { asm volatile("\\x73y\\163call" ::: "memory"); }\n',
+    "int 0x80": 'void f() { asm volatile("int $0x80" ::: "memory"); }\n',
+    "ARM's svc, upper case": 'void f() { __asm__ __volatile__("SVC #0" ::: "memory"); }\n',
+    "sysenter": 'void f() { asm volatile("sysenter"); }\n',
+    "the instruction's bytes": 'void f() { asm volatile(".byte 0x0f, 0x05" ::: "memory"); }\n',
+    "the bytes by .fill and .org": 'void f() { asm volatile(".fill 1, 1, 0x0f\\n.org .+1, 0x05"); }\n',
+    "an assembler macro joining the word": (
+        'void f() { asm volatile(".macro j a b\\n\\\\a\\\\b\\n.endm\\nj sys call"); }\n'
+    ),
+    "a template from a macro of another file": 'void f() { asm volatile(S "call" ::: "memory"); }\n',
+    "a template from a string macro of the file's own": (
+        '#define S "sys"\nvoid f() { asm volatile(S "call" ::: "memory"); }\n'
+    ),
+    "a string macro a later include may define again": (
+        '#define S "nop"\n#include "s.h"\nvoid f() { asm volatile(S ::: "memory"); }\n'
+    ),
+    "a stringized template": '#define W(n) asm volatile("cp.async.wait_group " #n ";\\n" ::)\n',
+    "a preprocessor condition splitting a word": (
+        'void f() {\n    asm volatile("sy"\n#ifdef X\n    "scall"\n#else\n    "scallz"\n#endif\n'
+        '    ::: "memory");\n}\n'
+    ),
+    "a template behind a preprocessor condition, named": (
+        'void f() {\n    asm volatile(\n#if 0\n    "nop" ::: "memory");\n#else\n    S ::: "memory");\n'
+        "#endif\n}\n"
+    ),
+    "asm renamed by a macro": '#define A __asm__\nvoid f() { A volatile("sy" "scall"); }\n',
+    "a symbol's name printed as the instruction": 'void f() { asm volatile("%c0" :: "i"(0)); }\n',
+    "a call into libc from asm": 'void f() { asm volatile("call sig" "action@PLT"); }\n',
+    "a function renamed to a libc symbol": (
+        'extern "C" int my(const char*) asm("sys" "tem");\nint f() { return my("id"); }\n'
+    ),
+    "file-scope assembly": 'asm(".text\\n.globl rt_restore\\nrt_restore:\\n\\tmov $15, %rax\\n");\n',
+    "a weak reference to a libc symbol": 'static int my(int) __attribute__((weakref("sig" "action")));\n',
+    "executable memory": "#include <sys/mman.h>\nvoid* f(int n) { return mmap(0, n, 7, 0x22, -1, 0); }\n",
+}
+
+
+# candidate -> what the policy says about it
+ROUND_NINE_B = {
+    "redteam9b_cpp_aten_copy_impl": "registers code for torch's own operators or for every caller",
+    "redteam9b_native_inline_copy_impl": "registers code for torch's own operators or for every caller",
+    "redteam9b_cpp_sig33_asm": "may make system calls or code the scan cannot read: asm '.globl'",
+}
+
+
+@pytest.mark.parametrize("source", list(NATIVE_HONEST.values()), ids=list(NATIVE_HONEST))
+def test_an_honest_native_source_scans_clean_round_nine_b(source: str) -> None:
+    assert native_source_problems(source) == []
+
+
+@pytest.mark.parametrize("source", list(NATIVE_CHEATS.values()), ids=list(NATIVE_CHEATS))
+def test_native_registrations_and_asm_that_bend_torch_or_the_os_are_refused(source: str) -> None:
+    assert native_source_problems(source)
+
+
+@pytest.mark.parametrize("candidate", sorted(ROUND_NINE_B))
+def test_the_policy_names_each_round_nine_b_native_route(candidate: str) -> None:
+    found = scan_kernel_dir(Path(__file__).parent / "candidates" / candidate)
+    assert any(ROUND_NINE_B[candidate] in f for f in found), found
+
+
+@pytest.mark.parametrize(
+    ("flags", "refused"),
+    [
+        (["-O2", "-DNDEBUG", "-DX=2"], False),
+        (["-DNS=aten"], True),
+        (["-D", "NS=aten"], True),
+        (["-DA=__asm__"], True),
+        (["-include", "door.inc"], True),
+    ],
+)
+def test_compile_options_that_define_what_the_scan_cannot_see(
+    tmp_path: Path, flags: list[str], refused: bool
+) -> None:
+    (tmp_path / "main.cpp").write_text("#include <torch/extension.h>\nvoid run() {}\n")
+    spec = {
+        "entry_point": "main.cpp::run",
+        "compile_options": {"cflags": flags, "cuda_cflags": [], "ld_flags": []},
+    }
+    (tmp_path / "solution.json").write_text(
+        json.dumps({"name": "x", "spec": spec, "sources": [{"path": "main.cpp"}]})
+    )
+    assert bool(scan_kernel_dir(tmp_path)) is refused
+
+
+@pytest.mark.parametrize(
+    ("source", "refused"),
+    [
+        ("F = ['-O3', '-DNDEBUG']\n", False),
+        ("F = ['-DNS=aten']\n", True),
+        ("F = ['-D', 'NS=aten']\n", True),
+        ("F = ['-DA=asm']\n", True),
+    ],
+)
+def test_load_inline_flags_that_define_what_the_scan_cannot_see(source: str, refused: bool) -> None:
+    assert bool(scan_source(source, "kernel.py")) is refused
