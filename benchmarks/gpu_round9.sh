@@ -49,17 +49,17 @@ verify)
   run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
       --junitxml "$WORK/warm_service.xml"
   ;;
-verify2)  # after the red team's routes were closed (planted members, interpreter hooks, new signals, the
-  # policy's native and format rules) and wrong-when-timed calls were labelled by an untimed call
-  honest_alone 240
-  run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
-      --junitxml "$WORK/warm_service.xml"
-  run classes 150 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+verify2)  # after the red team's routes were closed (planted members, interpreter hooks, new signals and
+  # timers, dispatch tables, the policy's native and format rules) and wrong-when-timed calls labelled
+  honest_alone 200
+  run classes 130 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
       --junitxml "$WORK/classes.xml"
   export -f eval_on_cuda && export WORK C F
-  run candidates 120 bash -c '
+  run candidates 80 bash -c '
       eval_on_cuda ../shared/fixtures/sol-execbench/rmsnorm tests/gpu/candidates/adv_uncapturable_burst_skip
       eval_on_cuda ../shared/fixtures/sol-execbench/rmsnorm $C/redteam_control_torch_compile'
+  run warm_service 150 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
+      --junitxml "$WORK/warm_service.xml"
   ;;
 *) echo "unknown call $CALL (verify, verify2)"; exit 2 ;;
 esac

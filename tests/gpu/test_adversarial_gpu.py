@@ -84,7 +84,8 @@ def test_a_graph_that_copies_its_first_answer_into_the_other_copies_is_caught(tm
 def test_an_uncapturable_kernel_that_skips_the_parents_burst_is_caught(tmp_path: Path) -> None:
     """The CUDA-event fallback's bursts run on fresh sets whose outputs the parent checks afterwards."""
     result = run_cuda(tmp_path, "rmsnorm", GPU_CANDIDATES / "adv_uncapturable_burst_skip", RMSNORM_SHAPES)
-    assert result["status"] == "REWARD_HACK", describe(result)
+    # INCORRECT: it skips every call after its 60th, so the untimed call on the same inputs is wrong too
+    assert result["status"] in REJECTED, describe(result)
     assert "of the parent's timing burst" in result["message"] + str(result["workloads"]), describe(result)
 
 

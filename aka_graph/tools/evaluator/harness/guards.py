@@ -250,7 +250,8 @@ def modes_violation() -> list[str]:
 class Sentinel:
     """Remembers the identity of every watched function (and the harness's own) before the import."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel_dir: str | os.PathLike[str] | None = None) -> None:
+        """`kernel_dir`: the candidate's files, whose own audit hooks are refused (veto_audit_hooks)."""
         self.before = {name: _lookup(owner, attr) for name, owner, attr in _watched()}
         self.harness = {
             (mod_name, key): value
@@ -275,7 +276,7 @@ class Sentinel:
         self.threads = {t.ident for t in threading.enumerate()}
         self.hooks = interpreter_hooks()
         self.dispatch = DispatchTables()
-        veto_audit_hooks()
+        veto_audit_hooks(kernel_dir)
         _CURRENT[:] = [self]
 
     def violations(self) -> list[str]:
@@ -513,14 +514,18 @@ RUNTIME_KEYS = frozenset(
     ]
 )
 _CURRENT: list[Sentinel] = []  # this worker's sentinel (between_steps_violations)
-AUDIT_ATTEMPTS: list[str] = []  # audit hooks the kernel tried to add (refused: veto_audit_hooks)
+AUDIT_ATTEMPTS: list[str] = []  # files of the kernel's that tried to add an audit hook (refused)
+_KERNEL_DIRS: list[str] = []  # where the kernel's own files are (veto_audit_hooks)
 _VETO_INSTALLED: list[bool] = []
 
 
 def _veto(event: str, args: tuple[Any, ...]) -> None:
-    if event == "sys.addaudithook":
-        AUDIT_ATTEMPTS.append(event)
-        raise RuntimeError("the evaluation's worker takes no audit hooks")  # the new hook is not added
+    if event != "sys.addaudithook" or not _KERNEL_DIRS:
+        return
+    caller = os.path.realpath(sys._getframe(1).f_code.co_filename)  # who called sys.addaudithook
+    if any(caller.startswith(d) for d in _KERNEL_DIRS):
+        AUDIT_ATTEMPTS.append(caller)
+        raise RuntimeError("the evaluation's worker takes no audit hook of the kernel's")  # not added
 
 
 def between_steps_violations() -> list[str]:
@@ -528,10 +533,14 @@ def between_steps_violations() -> list[str]:
     return _CURRENT[0].between_steps() if _CURRENT else modes_violation()
 
 
-def veto_audit_hooks() -> None:
-    """Before the kernel is imported: a hook of the harness that refuses every later audit hook. An audit
-    hook cannot be removed and no one lists it; red team round 9b's ran on the sentinel's own attribute
-    reads, removing a gc callback just before the sentinel looked and putting it back after."""
+def veto_audit_hooks(kernel_dir: str | os.PathLike[str] | None) -> None:
+    """Before the kernel is imported: a hook of the harness that refuses every later audit hook added by
+    the kernel's own files. An audit hook cannot be removed and no one lists it; red team round 9b's ran
+    on the sentinel's own attribute reads, removing a gc callback just before the sentinel looked and
+    putting it back after. A library's own (filelock adds one on Python >= 3.12, imported by an honest
+    torch.compile: seen on the H200) is left alone: only the direct caller's file is judged."""
+    if kernel_dir is not None:
+        _KERNEL_DIRS.append(os.path.realpath(kernel_dir) + os.sep)
     if not _VETO_INSTALLED:
         sys.addaudithook(_veto)
         _VETO_INSTALLED.append(True)

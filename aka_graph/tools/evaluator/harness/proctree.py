@@ -55,18 +55,6 @@ if hasattr(signal, "SIGIO"):
     TIMER_SIGNALS[signal.SIGIO] = "SIGIO"
 
 
-# Signals a process may come to catch for a reason of its own that is no timer: the fatal ones (a crash
-# reporter such as faulthandler dumps a traceback on them), and the C library's below. Their handlers
-# never run between the harness's steps unless something raises them, and raising or delivering signals
-# is the policy's to ban.
-FATAL_SIGNALS = frozenset(
-    int(s) for s in (signal.SIGSEGV, signal.SIGFPE, signal.SIGABRT, signal.SIGBUS, signal.SIGILL)
-)
-# glibc's own (32, 33: thread cancellation and set*id across threads), caught from the first thread a
-# process starts on (seen: an honest kernel's helper thread made the worker catch signal 33)
-LIBC_SIGNALS = frozenset(range(32, int(signal.SIGRTMIN)))
-
-
 def caught_signals(pid: int) -> set[int]:
     """The signals process `pid` has a handler for (its SigCgt mask in /proc), empty if it is gone."""
     try:
@@ -93,12 +81,29 @@ def posix_timers(pid: int) -> set[int]:
     }
 
 
-def signal_name(number: int) -> str:
-    """SIGUSR2 for 12; "signal 40" for a real-time one (no name of its own)."""
+O_ASYNC = 0o20000  # fcntl's FASYNC, as /proc/<pid>/fdinfo prints a descriptor's flags (octal)
+
+
+def async_fds(pid: int) -> list[int]:
+    """Descriptors of process `pid` set to raise a signal on I/O (O_ASYNC, with F_SETOWN/F_SETSIG): on
+    the worker's end of the parent's pipe, every step the parent sends would run the kernel's handler."""
+    found = []
     try:
-        return signal.Signals(number).name
-    except ValueError:
-        return f"signal {number}"
+        entries = os.listdir(f"/proc/{pid}/fdinfo")
+    except OSError:
+        return []
+    for name in entries:
+        try:
+            text = Path(f"/proc/{pid}/fdinfo/{name}").read_text()
+        except OSError:
+            continue
+        line = next((x for x in text.splitlines() if x.startswith("flags:")), "")
+        try:
+            if line and int(line.split(":", 1)[1].strip(), 8) & O_ASYNC:
+                found.append(int(name))
+        except ValueError:
+            continue
+    return found
 
 
 def thread_ids(pid: int) -> set[int]:

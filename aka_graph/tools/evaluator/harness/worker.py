@@ -106,7 +106,7 @@ class Worker:
         self.ref_module = load_reference(self.op)
         self.factory = InputFactory(self.op, self.device, self.ref_module, load_input_module(self.op))
         quiet_library_threads()  # guards.py: why
-        self.sentinel = Sentinel()  # captured before the candidate is imported
+        self.sentinel = Sentinel(self.kernel_dir)  # captured before the candidate is imported
 
     def sync(self) -> None:
         if self.device.type == "cuda":

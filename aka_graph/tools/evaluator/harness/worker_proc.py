@@ -277,40 +277,33 @@ class WorkerProcess:
         return below
 
     def signal_handlers(self, own: set[int], before: set[tuple[int, int]]) -> list[str]:
-        """Signals the worker's own processes (`own_pids`) catch that they did not catch `before` (the
-        kernel loaded), or timer signals whenever caught (proctree.TIMER_SIGNALS), read from /proc by us:
-        honest kernels install no signal handlers (a handler runs code between the harness's steps)."""
-        from .proctree import FATAL_SIGNALS, LIBC_SIGNALS, TIMER_SIGNALS, caught_signals, signal_name
+        """What would run the kernel's code on a signal between the harness's steps, read from /proc by
+        us: a handler for a timer signal (proctree.TIMER_SIGNALS), a POSIX timer the worker did not hold
+        `before` (the kernel loaded; whatever signal it is aimed at: round 9's were SIGUSR2 and glibc's
+        33), or a descriptor set to signal on I/O (O_ASYNC: the parent's next step would raise it).
+        Handlers alone are no trigger: an honest Triton compile on a GPU makes LLVM catch SIGHUP, SIGUSR1,
+        SIGUSR2, SIGTERM and more (seen on the H200), so a new handler by itself is not named."""
+        from .proctree import TIMER_SIGNALS, async_fds, caught_signals, posix_timers
 
         if self.proc.poll() is not None:
             return []
-        timers = {int(s) for s in TIMER_SIGNALS}
-        found = {
-            sig
-            for pid in own
-            for sig in caught_signals(pid)
-            if sig in timers or ((pid, sig) not in before and sig not in FATAL_SIGNALS | LIBC_SIGNALS)
-        }
-        return [signal_name(sig) for sig in sorted(found)]
+        timers = {int(s): name for s, name in TIMER_SIGNALS.items()}
+        found = sorted({timers[sig] for pid in own for sig in caught_signals(pid) if sig in timers})
+        new = len({(pid, -t) for pid in own for t in posix_timers(pid)} - before)
+        if new:
+            found.append(f"the signal of {new} POSIX timer(s) of its own")
+        fds = sorted(fd for pid in own for fd in async_fds(pid))
+        if fds:
+            found.append(f"the signals of descriptor(s) {fds} set to signal on I/O (O_ASYNC)")
+        return found
 
     def caught(self, own: set[int]) -> set[tuple[int, int]]:
-        """(pid, signal) of every signal the worker's own processes catch now (the baseline), and
-        (pid, -id) of every POSIX timer they hold."""
-        from .proctree import caught_signals, posix_timers
-
-        if self.proc.poll() is not None:
-            return set()
-        return {(pid, sig) for pid in own for sig in caught_signals(pid)} | {
-            (pid, -timer) for pid in own for timer in posix_timers(pid)
-        }
-
-    def new_timers(self, own: set[int], before: set[tuple[int, int]]) -> int:
-        """POSIX timers the worker's own processes hold that they did not hold `before` (`caught`)."""
+        """(pid, -id) of every POSIX timer the worker's own processes hold now (the baseline)."""
         from .proctree import posix_timers
 
         if self.proc.poll() is not None:
-            return 0
-        return len({(pid, -t) for pid in own for t in posix_timers(pid)} - before)
+            return set()
+        return {(pid, -timer) for pid in own for timer in posix_timers(pid)}
 
     def os_threads(self, own: set[int]) -> set[tuple[int, int]]:
         """(pid, tid) of every OS thread of the worker's own processes (`own_pids`), read from /proc."""

@@ -319,9 +319,7 @@ ROUND_TWO_ROUTES = {
         "SRC = '#include <torch/extension.h>\\nvoid f() { PyRun_SimpleString(\"x=1\"); }'\n"
         "m = load_inline('m', cpp_sources=SRC, functions=['f'])\n"
     ),
-    "load_inline pybind import": (
-        "SRC = 'void f() { auto gc = py::module_::import(\"gc\"); }'\n"
-    ),
+    "load_inline pybind import": ("SRC = 'void f() { auto gc = py::module_::import(\"gc\"); }'\n"),
     "helper module written at import": (
         "from pathlib import Path\nPath(__file__).with_name('h.py').write_text('x = 1')\nimport h\n"
     ),
@@ -485,17 +483,32 @@ def test_a_kernel_registered_for_an_aten_op_the_harness_runs_is_named_before_the
     assert not [f for f in sentinel.between_steps() if "dispatch" in f]
 
 
-def test_an_audit_hook_the_kernel_adds_is_refused_and_named() -> None:
+def test_an_audit_hook_the_kernels_own_file_adds_is_refused_and_named_a_librarys_is_not(
+    tmp_path: Path,
+) -> None:
     """Red team round 9b: an audit hook (it cannot be removed, nothing lists it) hid a gc callback from
-    the sentinel's own attribute reads; the worker's sentinel refuses every later audit hook."""
+    the sentinel's own attribute reads; the worker refuses audit hooks the kernel's own files add. A
+    library's (filelock adds one on Python >= 3.12 under an honest torch.compile) is left alone."""
     from aka_graph.tools.evaluator.harness import guards
 
-    sentinel = Sentinel()
+    library = tmp_path / "somelib.py"  # a file outside the kernel's directory, as a library is
+    library.write_text(
+        "import sys\nSEEN = []\nsys.addaudithook(lambda e, a: SEEN.append(e) if len(SEEN) < 9 else None)\n"
+    )
+    sentinel = Sentinel(Path(__file__).parent)  # this test file plays the kernel
     seen: list[str] = []
     try:
         sys.addaudithook(lambda event, args: seen.append(event))
         open(__file__).close()  # an audited event: a hook that had been added would see it
         assert not seen
         assert any("added an audit hook" in f for f in sentinel.between_steps())
-    finally:
         guards.AUDIT_ATTEMPTS.clear()
+        sys.path.insert(0, str(tmp_path))
+        import somelib  # type: ignore[import-not-found]
+
+        open(__file__).close()
+        assert somelib.SEEN and not guards.AUDIT_ATTEMPTS
+    finally:
+        sys.path.remove(str(tmp_path)) if str(tmp_path) in sys.path else None
+        guards.AUDIT_ATTEMPTS.clear()
+        guards._KERNEL_DIRS.clear()

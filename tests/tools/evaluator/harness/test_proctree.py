@@ -157,16 +157,25 @@ def _process_that(code: str) -> subprocess.Popen:  # type: ignore[type-arg]
 @pytest.mark.parametrize(
     ("code", "flagged"),
     [
-        ("import signal; signal.signal(signal.SIGUSR2, lambda *a: None)", ["SIGUSR2"]),  # round 9's C timer
         ("import signal; signal.signal(signal.SIGALRM, lambda *a: None)", ["SIGALRM"]),
-        ("import signal; signal.signal(signal.SIGRTMIN + 3, lambda *a: None)", ["signal 37"]),
-        # honest: a crash reporter, and glibc's own handlers the first thread brings (signals 32, 33)
+        ("import signal; signal.signal(signal.SIGPROF, lambda *a: None)", ["SIGPROF"]),
+        # a timer aimed at any signal (round 9: SIGUSR2 from C++, 9b: glibc's 33 by raw syscalls)
+        ("import ctypes; t = ctypes.c_void_p(); ctypes.CDLL(None).timer_create(1, None, ctypes.byref(t))",
+         ["the signal of 1 POSIX timer(s) of its own"]),
+        # the parent's next step on a pipe set to signal on I/O
+        ("import fcntl, os; r, w = os.pipe(); fcntl.fcntl(r, fcntl.F_SETOWN, os.getpid()); "
+         "fcntl.fcntl(r, fcntl.F_SETFL, fcntl.fcntl(r, fcntl.F_GETFL) | os.O_ASYNC)",
+         "O_ASYNC"),
+        # honest: handlers with nothing to raise them (LLVM's, when Triton compiles on a GPU: SIGUSR2,
+        # SIGHUP, ...), a crash reporter, glibc's own handlers the first thread brings
+        ("import signal; signal.signal(signal.SIGUSR2, lambda *a: None)", []),
+        ("import signal; signal.signal(signal.SIGRTMIN + 3, lambda *a: None)", []),
         ("import faulthandler; faulthandler.enable()", []),
         ("threading.Thread(target=lambda: None).start()", []),
     ],
-)
-def test_signals_caught_after_the_baseline_are_named_bar_crash_reporters_and_the_c_library(
-    code: str, flagged: list[str]
+)  # fmt: skip
+def test_what_could_run_a_handler_between_steps_is_named_and_handlers_alone_are_not(
+    code: str, flagged: list[str] | str
 ) -> None:
     from types import SimpleNamespace
 
@@ -182,31 +191,11 @@ def test_signals_caught_after_the_baseline_are_named_bar_crash_reporters_and_the
         child.stdin.write("go\n")
         child.stdin.flush()
         assert child.stdout.readline().strip() == "done"
-        assert WorkerProcess.signal_handlers(worker, {child.pid}, before) == flagged  # type: ignore[arg-type]
-    finally:
-        child.kill()
-        child.wait()
-
-
-def test_a_posix_timer_of_the_kernels_is_counted_whatever_signal_it_is_aimed_at() -> None:
-    """Red team round 9b aimed a timer (made by raw syscalls) at glibc's own signal 33, which the caught-
-    signal check leaves alone; the timer itself shows in /proc/<pid>/timers."""
-    from types import SimpleNamespace
-
-    from aka_graph.tools.evaluator.harness.worker_proc import WorkerProcess
-
-    code = "import ctypes; t = ctypes.c_void_p(); ctypes.CDLL(None).timer_create(1, None, ctypes.byref(t))"
-    child = _process_that(code)
-    try:
-        assert child.stdout is not None and child.stdin is not None
-        assert child.stdout.readline().strip() == "ready"
-        worker = SimpleNamespace(proc=child)
-        before = WorkerProcess.caught(worker, {child.pid})  # type: ignore[arg-type]
-        assert WorkerProcess.new_timers(worker, {child.pid}, before) == 0  # type: ignore[arg-type]
-        child.stdin.write("go\n")
-        child.stdin.flush()
-        assert child.stdout.readline().strip() == "done"
-        assert WorkerProcess.new_timers(worker, {child.pid}, before) == 1  # type: ignore[arg-type]
+        found = WorkerProcess.signal_handlers(worker, {child.pid}, before)  # type: ignore[arg-type]
+        if isinstance(flagged, str):
+            assert len(found) == 1 and flagged in found[0], found
+        else:
+            assert found == flagged
     finally:
         child.kill()
         child.wait()

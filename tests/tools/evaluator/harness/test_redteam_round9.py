@@ -26,8 +26,10 @@ on, 5x to over 500x faster than the honest kernels, every checked output right:
   refuses the Formatter route.
 - redteam9_cpp_sigusr_timer: a C++ extension's POSIX timer delivers SIGUSR2 to a C handler that computes
   while the worker waits for the parent's next step (no thread, and not one of the timer signals the
-  parent looked for). Now: the parent flags any signal the worker catches that it did not catch before
-  the kernel loaded (proctree.caught_signals); the native-source policy refuses signal and timer APIs.
+  parent looked for). Now: the parent counts the worker's POSIX timers against those it held before the
+  kernel loaded (proctree.posix_timers: a timer is what raises the signal; a handler alone is no trigger,
+  and an honest Triton compile on the H200 made LLVM catch SIGUSR2 and seven more), and descriptors set to
+  signal on I/O; the native-source policy refuses signal and timer APIs.
 - The second pass (9b), behind the policy: redteam9b_aten_copy_hook / _cpp_aten_copy_impl /
   _native_inline_copy_impl register the kernel's own aten::copy_ (Python, a C++ extension, load_inline)
   so the harness's own copies compute; redteam9b_cpp_sig33_asm arms a POSIX timer by raw syscalls aimed
@@ -82,7 +84,7 @@ BEHIND_THE_POLICY = {
     "redteam9_native_wraps_namespace": (*SWIGLU, "on a tensor the harness reads"),
     "redteam9_format_field_gc": (*SWIGLU, "gc.callbacks was changed"),
     "redteam9_format_field_gc_rmsnorm": (*RMSNORM, "gc.callbacks was changed"),
-    "redteam9_cpp_sigusr_timer": (*RMSNORM, "catches SIGUSR2"),
+    "redteam9_cpp_sigusr_timer": (*RMSNORM, "the signal of 1 POSIX timer(s) of its own"),
     # the second pass (9b): the harness's own aten ops, glibc's signal 33, an audit hook
     "redteam9b_aten_copy_hook": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
     "redteam9b_cpp_aten_copy_impl": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
