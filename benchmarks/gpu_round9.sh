@@ -61,7 +61,12 @@ verify2)  # after the red team's routes were closed (planted members, interprete
   run warm_service 150 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
       --junitxml "$WORK/warm_service.xml"
   ;;
-*) echo "unknown call $CALL (verify, verify2)"; exit 2 ;;
+classes)  # the class fixtures alone (verify2's memory-heavy MoE fixture: the parent's burst clock no longer
+  # includes its own /proc checks after each reply)
+  run classes 200 "${PYT[@]}" -n 4 tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" \
+      --junitxml "$WORK/classes.xml"
+  ;;
+*) echo "unknown call $CALL (verify, verify2, classes)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done

@@ -139,6 +139,7 @@ class KernelState:
         # the POSIX timers the worker holds before the kernel is loaded (taken with the first request, on
         # every device): one armed later runs a handler of the kernel's between the harness's steps
         self.caught_before: set[tuple[int, int]] | None = None
+        self.reply_ns = 0  # the last request's round trip, without the checks that follow its reply
 
     @property
     def passed(self) -> bool:
@@ -159,7 +160,9 @@ class KernelState:
             if self.counts_threads:
                 self.host_threads = self.worker.os_threads(first)
         try:
+            sent = time.perf_counter_ns()
             reply = self.worker.request(msg, timeout_s)
+            self.reply_ns = time.perf_counter_ns() - sent  # the worker's part (plausibility.py's clock)
         except ChannelTimeout:
             self.stop("TIMEOUT", f"no answer within {timeout_s:.0f} s (per-call watchdog); worker killed")
             return None
