@@ -13,20 +13,6 @@ source benchmarks/gpu_steps.sh
 
 C=tests/tools/evaluator/harness/candidates
 F=tests/fixtures
-# OPERATOR KERNEL: one evaluation on CUDA, its verdict and each workload's timing
-eval_on_cuda() {
-  local op=$1 kernel=$2 name
-  name=$(basename "$op")_$(basename "$kernel")
-  python3 -m aka_graph evaluate "$op" "$kernel" --device cuda --json > "$WORK/$name.json"
-  python3 - "$WORK/$name.json" "$name" <<'PY'
-import json, sys
-r = json.load(open(sys.argv[1]))
-print(sys.argv[2], r.get("status"), str(r.get("message", ""))[:300])
-for w in r.get("workloads", []):
-    print(" ", w["id"][:16], w["status"], w.get("timing_method"), "lat", w.get("latency_us"),
-          "ref", w.get("reference_latency_us"))
-PY
-}
 case $CALL in
 verify)
   controls_and_every_cheat 150

@@ -62,3 +62,19 @@ controls_and_every_cheat() {
   run warm_service 170 "${PYT[@]}" -s tests/gpu/test_warm_service_gpu.py -k every_cheat \
       --junitxml "$WORK/warm_service.xml"
 }
+
+# eval_on_cuda OPERATOR KERNEL: one evaluation on CUDA, its verdict and each workload's timing (its JSON in
+# $WORK; `export -f eval_on_cuda && export WORK` before calling it from `bash -c`)
+eval_on_cuda() {
+  local op=$1 kernel=$2 name
+  name=$(basename "$op")_$(basename "$kernel")
+  python3 -m aka_graph evaluate "$op" "$kernel" --device cuda --json > "$WORK/$name.json"
+  python3 - "$WORK/$name.json" "$name" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print(sys.argv[2], r.get("status"), str(r.get("message", ""))[:300])
+for w in r.get("workloads", []):
+    print(" ", w["id"][:16], w["status"], w.get("timing_method"), "lat", w.get("latency_us"),
+          "ref", w.get("reference_latency_us"))
+PY
+}
