@@ -509,6 +509,7 @@ def test_an_audit_hook_the_kernels_own_file_adds_is_refused_and_named_a_librarys
         open(__file__).close()
         assert somelib.SEEN and not guards.AUDIT_ATTEMPTS
     finally:
-        sys.path.remove(str(tmp_path)) if str(tmp_path) in sys.path else None
+        if str(tmp_path) in sys.path:
+            sys.path.remove(str(tmp_path))
         guards.AUDIT_ATTEMPTS.clear()
         guards._KERNEL_DIRS.clear()
