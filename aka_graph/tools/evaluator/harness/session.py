@@ -138,7 +138,7 @@ class KernelState:
         self.host_threads: set[tuple[int, int]] | None = None
         # the POSIX timers the worker holds before the kernel is loaded (taken with the first request, on
         # every device): one armed later runs a handler of the kernel's between the harness's steps
-        self.caught_before: set[tuple[int, int]] | None = None
+        self.timers_before: set[tuple[int, int]] | None = None
         self.reply_ns = 0  # the last request's round trip, without the checks that follow its reply
 
     @property
@@ -154,9 +154,9 @@ class KernelState:
         """One request under the watchdog; None when the worker had to be stopped (recorded)."""
         if self.worker is None:
             return None
-        if self.caught_before is None:
+        if self.timers_before is None:
             first = self.worker.own_pids()
-            self.caught_before = self.worker.caught(first)
+            self.timers_before = self.worker.timers(first)
             if self.counts_threads:
                 self.host_threads = self.worker.os_threads(first)
         try:
@@ -203,7 +203,7 @@ class KernelState:
             return None
         # checked after every reply: a timer needs its handler (round 8: SIGALRM from Python; round 9:
         # SIGUSR2 from a C++ extension's POSIX timer, which starts no thread)
-        handlers = self.worker.signal_handlers(own, self.caught_before)
+        handlers = self.worker.signal_handlers(own, self.timers_before)
         if handlers:
             self.worker.kill()
             self.stop(

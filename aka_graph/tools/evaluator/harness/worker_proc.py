@@ -283,13 +283,13 @@ class WorkerProcess:
         33), or a descriptor set to signal on I/O (O_ASYNC: the parent's next step would raise it).
         Handlers alone are no trigger: an honest Triton compile on a GPU makes LLVM catch SIGHUP, SIGUSR1,
         SIGUSR2, SIGTERM and more (seen on the H200), so a new handler by itself is not named."""
-        from .proctree import TIMER_SIGNALS, async_fds, caught_signals, posix_timers
+        from .proctree import TIMER_SIGNALS, async_fds, caught_signals
 
         if self.proc.poll() is not None:
             return []
         timers = {int(s): name for s, name in TIMER_SIGNALS.items()}
         found = sorted({timers[sig] for pid in own for sig in caught_signals(pid) if sig in timers})
-        new = len({(pid, -t) for pid in own for t in posix_timers(pid)} - before)
+        new = len(_posix_timers(own) - before)
         if new:
             found.append(f"the signal of {new} POSIX timer(s) of its own")
         fds = sorted(fd for pid in own for fd in async_fds(pid))
@@ -297,13 +297,12 @@ class WorkerProcess:
             found.append(f"the signals of descriptor(s) {fds} set to signal on I/O (O_ASYNC)")
         return found
 
-    def caught(self, own: set[int]) -> set[tuple[int, int]]:
-        """(pid, -id) of every POSIX timer the worker's own processes hold now (the baseline)."""
-        from .proctree import posix_timers
-
+    def timers(self, own: set[int]) -> set[tuple[int, int]]:
+        """(pid, timer id) of every POSIX timer the worker's own processes hold now (the baseline that
+        `signal_handlers` is given as `before`)."""
         if self.proc.poll() is not None:
             return set()
-        return {(pid, -timer) for pid in own for timer in posix_timers(pid)}
+        return _posix_timers(own)
 
     def os_threads(self, own: set[int]) -> set[tuple[int, int]]:
         """(pid, tid) of every OS thread of the worker's own processes (`own_pids`), read from /proc."""
@@ -399,3 +398,10 @@ def _environ(pid: int) -> str:
         return Path(f"/proc/{pid}/environ").read_bytes().decode(errors="replace")
     except OSError:
         return ""
+
+
+def _posix_timers(own: set[int]) -> set[tuple[int, int]]:
+    """(pid, timer id) of the POSIX timers processes `own` hold (proctree.posix_timers)."""
+    from .proctree import posix_timers
+
+    return {(pid, timer) for pid in own for timer in posix_timers(pid)}

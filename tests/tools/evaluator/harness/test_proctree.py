@@ -186,7 +186,7 @@ def test_what_could_run_a_handler_between_steps_is_named_and_handlers_alone_are_
         assert child.stdout is not None and child.stdin is not None
         assert child.stdout.readline().strip() == "ready"
         worker = SimpleNamespace(proc=child)  # what the two readers use of a WorkerProcess
-        before = WorkerProcess.caught(worker, {child.pid})  # type: ignore[arg-type]
+        before = WorkerProcess.timers(worker, {child.pid})  # type: ignore[arg-type]
         assert not WorkerProcess.signal_handlers(worker, {child.pid}, before)  # type: ignore[arg-type]
         child.stdin.write("go\n")
         child.stdin.flush()
