@@ -44,14 +44,16 @@ def run_campaign(tmp_path: Path, replay: Path, *extra: str) -> subprocess.Comple
     return subprocess.run(argv, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
 
 
-def hits(text: str) -> list[str]:
-    """Each private id (anywhere) and each private shape value (as a number of its own) found in text."""
+def hits(text: str, home: Path) -> list[str]:
+    """Each private id (anywhere) and each private shape value (as a number of its own) found in text;
+    the directory the campaign runs in is the user's and its name says nothing of the shapes."""
     found = [i for i in PRIVATE_IDS if i in text]
+    text = text.replace(str(home), "HOME")
     found += [str(v) for v in PRIVATE_VALUES if re.search(rf"(?<![\w.]){v}(?![\w]|\.\d)", text)]
     return found
 
 
-def audit(workspace: Path) -> dict[str, list[str]]:
+def audit(workspace: Path, home: Path) -> dict[str, list[str]]:
     """Every file under the campaigns' workspace (worktrees, results, ledger, report, transcripts with
     their prompts) and every git object; only the checkpoint directory (outside every agent's reach,
     where the id mapping lives by design) is left out."""
@@ -60,7 +62,7 @@ def audit(workspace: Path) -> dict[str, list[str]]:
         rel = path.relative_to(workspace)
         if rel.parts[0] == "checkpoints" or ".git" in rel.parts or not path.is_file() or path.is_symlink():
             continue
-        found = hits(path.read_bytes().decode("utf-8", errors="replace"))
+        found = hits(path.read_bytes().decode("utf-8", errors="replace"), home)
         if found:
             leaks[str(rel)] = found
     repo = workspace / CAMPAIGN
@@ -78,7 +80,7 @@ def audit(workspace: Path) -> dict[str, list[str]]:
         else:
             body = subprocess.run(["git", "-C", str(repo), "cat-file", "-p", sha],
                                   capture_output=True, check=True).stdout.decode("utf-8", errors="replace")
-        found = hits(body)
+        found = hits(body, home)
         if found:
             leaks[f"git {kind} {sha}"] = found
     return leaks
@@ -87,9 +89,13 @@ def audit(workspace: Path) -> dict[str, list[str]]:
 @pytest.mark.slow
 @pytest.mark.timeout(1500)
 def test_a_production_campaign_leaks_no_private_shape_anywhere(tmp_path: Path) -> None:
-    done = run_campaign(tmp_path, FIXTURE / "replay.json", "--max-iters", "2", "--fast-episodes", "2")
+    # the campaign runs in a directory whose name holds a private value, as pytest's own numbering once
+    # did on CI (`pytest-211`): every transcript names that path, and it is no leak
+    home = tmp_path / f"job-{PRIVATE_VALUES[0]}"
+    home.mkdir()
+    done = run_campaign(home, FIXTURE / "replay.json", "--max-iters", "2", "--fast-episodes", "2")
     assert done.returncode == 0, done.stderr[-4000:]
-    workspace = tmp_path / "runs"
+    workspace = home / "runs"
     root = workspace / CAMPAIGN
     records = read_version_records(root)
     assert [(r.version, r.decision) for r in records] == [
@@ -109,7 +115,7 @@ def test_a_production_campaign_leaks_no_private_shape_anywhere(tmp_path: Path) -
     assert policy == [(0, "pass"), (1, "pass")]
     transcripts = list((root / "transcripts").rglob("*.jsonl"))
     assert len(transcripts) >= 5 and any("prompt" in t.read_text() for t in transcripts)
-    assert audit(workspace) == {}
+    assert audit(workspace, home) == {}
     assert "Privacy check passed" in (root / "report" / "report.md").read_text()
 
 

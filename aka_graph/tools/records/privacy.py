@@ -206,8 +206,14 @@ def mask_comparison(result: Any, ids: OpaqueIds) -> Any:
 class LeakScanner:
     """Finds private ids and distinctive private shape values in text; findings name opaque ids only."""
 
-    def __init__(self, shapes: PrivateShapes, ids: OpaqueIds, public_text: str = "") -> None:
+    def __init__(
+        self, shapes: PrivateShapes, ids: OpaqueIds, public_text: str = "", public_paths: Iterable[str] = ()
+    ) -> None:
         self.ids = ids
+        # the user's own directories (the workspace, the operator's directory) show up in every transcript
+        # and prompt; a number in their names (`/tmp/pytest-211/runs`) is the user's choice, not a shape
+        paths = {str(p) for p in public_paths if str(p) not in ("", "/")}
+        self.public_paths = sorted(paths, key=len, reverse=True)
         # an id the public files state (a command task's case named like a word of its tree) is no evidence
         self.id_patterns = {sid: _bounded(sid) for sid in shapes.ids if not _bounded(sid).search(public_text)}
         values = shapes.distinctive_values(public_text)
@@ -231,6 +237,8 @@ class LeakScanner:
             for sid, pattern in self.id_patterns.items()
             if pattern.search(text)
         ]
+        for path in self.public_paths:
+            text = text.replace(path, "PUBLIC_PATH")  # a word, as a path's last name is: `run1237` stays one
         for value, pattern in () if binary else self.value_patterns.items():
             for match in pattern.finditer(text):
                 if COUNTER_KEY.search(text[max(0, match.start() - 60) : match.start()]):
@@ -345,7 +353,13 @@ def campaign_privacy(workspace: Path, campaign: str, op_dir: Path) -> tuple[Opaq
     task = command_task_of(op_dir)
     if task is not None:  # a command task's pristine tree is given to every agent: its text is public
         public += "\n" + public_tree_text(task)
-    return ids, LeakScanner(shapes, ids, public)
+    return ids, LeakScanner(shapes, ids, public, public_paths(workspace, op_dir))
+
+
+def public_paths(workspace: Path, op_dir: Path) -> list[str]:
+    """The directories the user chose, as given and resolved: the workspace (every worktree, transcript
+    and prompt names paths under it) and the operator's directory."""
+    return [str(p) for d in (workspace, op_dir) for p in (Path(d).absolute(), Path(d).resolve())]
 
 
 def agent_sandbox(

@@ -96,6 +96,22 @@ def test_the_scanner_finds_ids_and_rare_values_but_not_common_numbers_or_counter
     assert LeakScanner(shapes, ids, public_text="see t211_h1237").scan("t211_h1237", "x") == []
 
 
+def test_a_value_in_the_users_own_directory_names_is_no_leak_but_the_same_value_elsewhere_is(
+    tmp_path: Path,
+) -> None:
+    shapes = PrivateShapes.of_operator(operator(tmp_path))
+    ids = OpaqueIds.load_or_create(tmp_path / "ids.json", shapes.ids)
+    workspace = tmp_path / "pytest-211" / "runs"  # pytest's numbering on a CI machine hit a private value
+    scanner = LeakScanner(shapes, ids, public_paths=[str(workspace)])
+    transcript = json.dumps({"cwd": f"{workspace}/c/e1", "prompt": f"edit {workspace}/c/kernel.py"})
+    assert scanner.scan(transcript, "t.jsonl") == []
+    assert LeakScanner(shapes, ids).scan(transcript, "t.jsonl") != []  # without the path it would read a leak
+    assert scanner.scan(f"{workspace}/c/kernel.py: rows == 211", "t.jsonl") != []  # a leak beside it is found
+    assert scanner.scan(f"{workspace}-1237/x", "t") != []  # a value added after the path is no part of it
+    assert scanner.scan(f"{workspace}1237", "t") == []  # `runs1237` is one word, as it was without the path
+    assert scanner.scan(f"{workspace}/t211_h1237", "t") != []  # ids are searched in the whole text
+
+
 def test_the_audit_reads_every_git_object_even_unreachable_ones(tmp_path: Path) -> None:
     shapes = PrivateShapes.of_operator(operator(tmp_path))
     ids = OpaqueIds.load_or_create(tmp_path / "ids.json", shapes.ids)
