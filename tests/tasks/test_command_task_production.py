@@ -40,6 +40,7 @@ def hits(data: bytes) -> list[str]:
     number of its own; in binary data, such as the report's plot, digits occur by chance)."""
     text = data.decode("utf-8", errors="replace")
     found = [i for i in PRIVATE_IDS if i in text]
+    text = re.sub(r"pytest-\d+", "pytest-N", text)  # pytest's own numbering of its temporary directories
     if b"\0" not in data[:8192]:
         found += [str(v) for v in PRIVATE_VALUES if re.search(rf"(?<![\w.]){v}(?![\w]|\.\d)", text)]
     return found
@@ -76,6 +77,7 @@ def test_the_audit_finds_what_it_looks_for() -> None:
     """The audit is not vacuous: the task file itself is full of hits."""
     assert set(hits(TASK.read_bytes())) == {*PRIVATE_IDS, *map(str, PRIVATE_VALUES)}
     assert hits(b"\x89PNG\x00 1109 ") == [] and hits(b"\x00scored_q3z") == ["scored_q3z"]
+    assert hits(b"/tmp/pytest-of-ci/pytest-1109/t0/runs") == [] and hits(b"/x/1109") == ["1109"]
     assert PRIVATE_VALUES == [1109, 1237]
 
 
