@@ -14,12 +14,14 @@ import torch
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.plausibility import (
     GPU_TOLERANCE,
+    GRAPH_PIECES,
     HOST_TOLERANCE,
     MAX_REPS,
     burst_reps,
     check,
     implausible,
     parent_estimate_us,
+    pieces_of,
     round_trip_ns,
 )
 from aka_graph.tools.evaluator.harness.proctree import process_cpu_ns
@@ -200,3 +202,59 @@ def test_the_bench_burst_runs_the_timed_invocation_reps_times_on_a_host() -> Non
     assert torch.equal(bench.outs[0][0], bench.copies[0][0] * 2)
     bench.burst(5, part="prepare")
     assert len(seen) == 8  # perturbations only
+
+
+class SharedGpu:
+    """A GPU shared with another process, on a virtual clock: the other context holds it for `busy_ms` of
+    every `period_ms` (the driver's time slices); the worker's replays progress only in the rest. Each
+    request costs `overhead_us` of messaging. The request times itself (returns (reply, wall ns)), as the
+    real one does, so the test is exact and independent of this host's load."""
+
+    def __init__(self, replay_us: float, busy_ms: float = 5.0, period_ms: float = 10.0) -> None:
+        self.replay_us, self.busy_us, self.period_us = replay_us, busy_ms * 1000, period_ms * 1000
+        self.now_us, self.overhead_us = 1234.5, 40.0
+        self.pieces: list[int] = []
+
+    def _run(self, work_us: float) -> None:
+        while work_us > 1e-9:
+            phase = self.now_us % self.period_us
+            if phase < self.busy_us:  # the other process's slice: wait it out
+                self.now_us += self.busy_us - phase
+                continue
+            step = min(work_us, self.period_us - phase)
+            self.now_us, work_us = self.now_us + step, work_us - step
+
+    def __call__(self, msg: dict[str, Any]) -> tuple[dict[str, Any], int]:
+        start = self.now_us
+        self.now_us += self.overhead_us
+        if msg["cmd"] == "burst":
+            self.pieces.append(msg["reps"])
+            self._run(msg["reps"] * self.replay_us)
+        return {}, int((self.now_us - start) * 1000)
+
+
+def test_the_burst_is_cut_in_pieces_that_cover_it() -> None:
+    assert pieces_of(70, 8) == [9, 9, 9, 9, 9, 9, 8, 8]
+    assert pieces_of(3, 8) == [1, 1, 1] and pieces_of(1, 8) == [1] and pieces_of(70, 1) == [70]
+
+
+def test_an_honest_kernel_on_a_shared_gpu_agrees_with_the_fastest_piece_not_with_one_long_burst() -> None:
+    """The H200 with 4 evaluations at once: 9.0 us reported, 15.8 us by one 20 ms burst (round 9)."""
+    calls, true_us = 32, 9.0
+    one = SharedGpu(true_us * calls)
+    rt = round_trip_ns(one)
+    assert rt == (40_000, None)
+    found = check(one, 0, true_us, calls, rt, GPU_TOLERANCE)  # one burst spans the other's slices
+    assert found is not None and "own clock" in found[1]
+    shared = SharedGpu(true_us * calls)
+    assert check(shared, 0, true_us, calls, rt, GPU_TOLERANCE, pieces=GRAPH_PIECES) is None
+    assert sum(shared.pieces[:GRAPH_PIECES]) == burst_reps(true_us, calls)  # the pieces are one burst
+
+
+@pytest.mark.parametrize("busy_ms", [0.0, 5.0, 9.0])
+def test_no_piece_reads_faster_than_the_work_so_a_faked_report_stays_caught(busy_ms: float) -> None:
+    calls, true_us = 32, 9.0
+    gpu = SharedGpu(true_us * calls, busy_ms=busy_ms)
+    found = check(gpu, 0, true_us / 1.5, calls, (40_000, None), GPU_TOLERANCE, pieces=GRAPH_PIECES)
+    assert found is not None and found[0] == "REWARD_HACK" and "own clock" in found[1]
+    assert len(gpu.pieces) == GPU_TOLERANCE.bursts * GRAPH_PIECES  # every piece of every burst was tried
