@@ -18,6 +18,8 @@ from typing import Any
 import torch
 from torch.utils._device import DeviceContext
 
+from .faults import FatalHandlers, own_directories
+
 RESERVED_PREFIXES = (
     "TRITON_",
     "CUDA_",
@@ -276,6 +278,7 @@ class Sentinel:
         self.threads = {t.ident for t in threading.enumerate()}
         self.hooks = interpreter_hooks()
         self.dispatch = DispatchTables()
+        self.faults = FatalHandlers(own_directories(kernel_dir))
         veto_audit_hooks(kernel_dir)
         _CURRENT[:] = [self]
 
@@ -313,8 +316,8 @@ class Sentinel:
     def between_steps(self) -> list[str]:
         """The checks cheap enough for every untimed step of the harness (bench.py runs them before it
         reads or writes the kernel's buffers): the interpreter's hooks, torch's dispatch of the ops the
-        harness calls, audit hooks, torch modes. Each is a way to run the kernel's code in the harness's
-        own untimed work (red team round 9)."""
+        harness calls, audit hooks, torch modes, the fatal signals' handlers (faults.py). Each is a way to
+        run the kernel's code in the harness's own untimed work (red team round 9)."""
         hooks = interpreter_hooks()
         found = [
             f"{what} was changed: the interpreter runs code of the kernel's between the harness's steps"
@@ -331,6 +334,7 @@ class Sentinel:
             found.append(
                 "the kernel added an audit hook (sys.addaudithook): code run on the harness's events"
             )
+        found += self.faults.changed()
         found += modes_violation()
         return found
 

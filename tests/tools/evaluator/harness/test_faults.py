@@ -1,0 +1,134 @@
+"""The worker's check of the fatal signals' handlers (faults.py): a handler of the kernel's own, in anonymous
+memory or a file of its own, is named; one in a library loaded from outside the kernel's directories (the
+runtime's: libpython's faulthandler, LLVM's in libtriton) is not."""
+
+from __future__ import annotations
+
+import ctypes
+import faulthandler
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from aka_graph.tools.evaluator.harness.faults import (
+    FatalHandlers,
+    code_owner,
+    handler_address,
+    own_directories,
+    whose,
+)
+
+_HANDLER = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)
+
+
+class _Sigaction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("rest", ctypes.c_char * 256)]
+
+
+def _set_handler(sig: int, address: int) -> None:
+    act = _Sigaction()
+    act.handler = address
+    ctypes.memmove(ctypes.addressof(act) + 8 + 128, ctypes.byref(ctypes.c_int(4)), 4)  # SA_SIGINFO
+    assert ctypes.CDLL(None).sigaction(sig, ctypes.byref(act), None) == 0
+
+
+@pytest.fixture
+def restored() -> Iterator[None]:
+    """Every fatal signal's handler (C and Python level) and faulthandler as they were."""
+    saved = {}
+    for sig in (signal.SIGSEGV, signal.SIGBUS):
+        old = _Sigaction()
+        assert ctypes.CDLL(None).sigaction(sig, None, ctypes.byref(old)) == 0
+        saved[sig] = (old, signal.getsignal(sig))
+    was_enabled = faulthandler.is_enabled()
+    yield
+    faulthandler.disable()
+    for sig, (old, python) in saved.items():
+        if python is not None:
+            signal.signal(sig, python)
+        assert ctypes.CDLL(None).sigaction(sig, ctypes.byref(old), None) == 0
+    if was_enabled:
+        faulthandler.enable()
+
+
+def test_a_sigsegv_handler_of_the_kernels_own_is_named_and_forgotten_once_restored(restored: None) -> None:
+    """redteam9b_segv_guard_pages' handler: a ctypes callback installed with sigaction."""
+    faulthandler.disable()
+    handlers = FatalHandlers()
+    assert handlers.changed() == []
+    before = handler_address(signal.SIGSEGV)
+    callback = _HANDLER(lambda sig, info, ctx: None)
+    _set_handler(signal.SIGSEGV, ctypes.cast(callback, ctypes.c_void_p).value or 0)
+    found = handlers.changed()
+    assert len(found) == 1 and "handles SIGSEGV itself" in found[0] and "anonymous memory" in found[0]
+    assert handlers.changed() == found  # named at every step while it stays
+    _set_handler(signal.SIGSEGV, before or 0)
+    assert handlers.changed() == []
+
+
+def test_a_new_handler_in_a_runtime_library_is_no_finding(restored: None) -> None:
+    """As LLVM's are when Triton compiles on a GPU: faulthandler's handler lives in libpython (or the
+    interpreter's binary), a file outside the kernel's directories."""
+    faulthandler.disable()
+    _set_handler(signal.SIGSEGV, 0)  # the default, whoever held it before
+    handlers = FatalHandlers(own_directories(None))
+    faulthandler.enable()
+    assert handler_address(signal.SIGSEGV) != handlers.before[signal.SIGSEGV][0]  # it did change
+    assert handlers.changed() == []
+
+
+def test_a_python_level_handler_of_a_fatal_signal_is_named(restored: None) -> None:
+    handlers = FatalHandlers()
+    signal.signal(signal.SIGBUS, lambda sig, frame: None)
+    found = handlers.changed()
+    assert found and "handles SIGBUS in Python" in found[0]
+
+
+@pytest.mark.parametrize(
+    ("path", "expected"),
+    [
+        ("", "anonymous memory"),
+        ("[heap]", "anonymous memory"),
+        ("/usr/lib/x86_64-linux-gnu/libffi.so.8.1.2", "ctypes or cffi callback"),
+        ("/site-packages/_cffi_backend.cpython-312-x86_64-linux-gnu.so", "ctypes or cffi callback"),
+        ("/memfd:jit (deleted)", "removed after loading"),
+        ("/tmp/scratch/tmp/hook.so (deleted)", "removed after loading"),
+        ("/job/kernel/build/hook.so", "the kernel's own hook.so"),
+        ("/job/scratch/torch_extensions/ext/ext.so", "the kernel's own ext.so"),
+        ("/usr/lib/python3/dist-packages/triton/_C/libtriton.so", None),
+        ("/usr/lib/x86_64-linux-gnu/libpython3.12.so.1.0", None),
+        ("/job/kernel-other/lib.so", None),  # a sibling directory whose name starts the same is not it
+        ("?", None),  # /proc unreadable: nothing is claimed
+    ],
+)
+def test_whose_code_a_handler_is(path: str, expected: str | None) -> None:
+    found = whose(path, ("/job/kernel", "/job/scratch/torch_extensions"))
+    assert (found is None) if expected is None else (found is not None and expected in found)
+
+
+def test_the_file_mapped_at_an_address_is_read_from_the_process_map() -> None:
+    libc = ctypes.CDLL(None)
+    address = ctypes.cast(libc.getpid, ctypes.c_void_p).value or 0
+    assert "libc" in os.path.basename(code_owner(address))
+    callback = _HANDLER(lambda sig, info, ctx: None)
+    owner = code_owner(ctypes.cast(callback, ctypes.c_void_p).value or 0)
+    assert owner == "" or "ffi" in os.path.basename(owner)  # anonymous, or libffi's trampolines
+    assert code_owner(address, maps="/nonexistent/maps") == "?"
+
+
+def test_the_kernels_directories_never_include_the_runtimes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    monkeypatch.setenv("TORCH_EXTENSIONS_DIR", str(tmp_path / "scratch" / "torch_extensions"))
+    monkeypatch.setenv("HOME", os.path.dirname(sys.prefix))  # a HOME above the interpreter (pyenv, a venv)
+    monkeypatch.setenv("TMPDIR", os.sep)
+    dirs = own_directories(kernel)
+    assert str(kernel.resolve()) in dirs
+    assert str((tmp_path / "scratch" / "torch_extensions").resolve()) in dirs
+    assert os.path.realpath(os.path.dirname(sys.prefix)) not in dirs and os.sep not in dirs
