@@ -21,6 +21,7 @@ from __future__ import annotations
 import ctypes
 import os
 import signal
+import time
 from typing import Any
 
 # The signals a memory access, an instruction or a system call of the harness's own can raise: a guard page
@@ -76,9 +77,11 @@ def code_owner(address: int, maps: str = "/proc/self/maps") -> str:
     return ""
 
 
-def whose(path: str, own_dirs: tuple[str, ...]) -> str | None:
+def whose(path: str, own_dirs: tuple[str, ...], since: float | None = None) -> str | None:
     """Why code mapped from `path` is the kernel's own (a phrase for the message), or None when it is a
-    library loaded from a file outside the kernel's directories."""
+    library loaded from a file outside the kernel's directories that existed, unchanged, at `since` (a
+    file written anywhere after the kernel began is its own: /tmp, when the worker is not jailed; its
+    status-change time cannot be set back)."""
     if path == "?":
         return None  # /proc unreadable: nothing is claimed
     if not path or path.startswith("["):
@@ -92,6 +95,12 @@ def whose(path: str, own_dirs: tuple[str, ...]) -> str | None:
     for own in own_dirs:
         if real == own or real.startswith(own.rstrip(os.sep) + os.sep):
             return f"the kernel's own {name}"
+    if since is not None:
+        try:
+            if os.stat(real).st_ctime >= since:
+                return f"{name}, a file written while the kernel ran"
+        except OSError:
+            return f"{name}, a file that is gone"
     return None
 
 
@@ -129,6 +138,7 @@ class FatalHandlers:
 
     def __init__(self, own_dirs: list[str | os.PathLike[str]] | tuple[str, ...] = ()) -> None:
         self.own_dirs = tuple(os.path.realpath(d) for d in own_dirs if d)
+        self.since = time.time()  # before the kernel loads: a file changed after this is its doing
         self.before = snapshot()
 
     def changed(self) -> list[str]:
@@ -147,7 +157,7 @@ class FatalHandlers:
             if address == old_address or address is None or address <= 1:  # unchanged, unread, default
                 self.before[sig] = (address, python)
                 continue
-            why = whose(code_owner(address), self.own_dirs)
+            why = whose(code_owner(address), self.own_dirs, self.since)
             if why is None:
                 self.before[sig] = (address, python)
                 continue

@@ -7,8 +7,11 @@ from __future__ import annotations
 import ctypes
 import faulthandler
 import os
+import shutil
 import signal
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -132,3 +135,31 @@ def test_the_kernels_directories_never_include_the_runtimes(
     assert str(kernel.resolve()) in dirs
     assert str((tmp_path / "scratch" / "torch_extensions").resolve()) in dirs
     assert os.path.realpath(os.path.dirname(sys.prefix)) not in dirs and os.sep not in dirs
+
+
+def test_a_library_written_after_the_kernel_began_is_its_own(tmp_path: Path) -> None:
+    """Outside every directory of the kernel's (a worker that is not jailed can write /tmp): its status-
+    change time, which no one can set back, says when it was written."""
+    since = time.time()
+    lib = tmp_path / "hook.so"
+    lib.write_bytes(b"\x7fELF")
+    assert "written while the kernel ran" in (whose(str(lib), (), since) or "")
+    assert whose(str(lib), (), since=time.time() + 60) is None  # a library that was there before
+    os.utime(lib, (0, 0))  # an mtime set back: the ctime moves to now
+    assert "written while the kernel ran" in (whose(str(lib), (), since) or "")
+    assert "gone" in (whose(str(tmp_path / "missing.so"), (), since) or "")
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_a_handler_in_a_shared_object_built_in_tmp_is_named(tmp_path: Path, restored: None) -> None:
+    """The route the anonymous-memory rule leaves: the kernel compiles its handler into a library of its
+    own outside its directories, loads it and installs the library's function."""
+    handlers = FatalHandlers(own_directories(None))
+    source = tmp_path / "hook.c"
+    source.write_text("void on_fault(int sig, void *info, void *ctx) { (void)sig; (void)info; (void)ctx; }\n")
+    lib = tmp_path / "hook.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    loaded = ctypes.CDLL(str(lib))
+    _set_handler(signal.SIGBUS, ctypes.cast(loaded.on_fault, ctypes.c_void_p).value or 0)
+    found = handlers.changed()
+    assert len(found) == 1 and "handles SIGBUS itself" in found[0] and "hook.so" in found[0], found
