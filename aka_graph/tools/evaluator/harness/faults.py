@@ -19,6 +19,7 @@ Only the standard library (ctypes, /proc/self/maps): this runs in the GPU-side h
 from __future__ import annotations
 
 import ctypes
+import faulthandler
 import os
 import signal
 import time
@@ -129,7 +130,47 @@ def own_directories(kernel_dir: str | os.PathLike[str] | None) -> list[str]:
 
 
 def snapshot() -> dict[int, tuple[int | None, Any]]:
-    """Each fatal signal's (C-level handler address, Python-level handler)."""
+    """Each fatal signal's (C-level handler address, Python-level handler); where faulthandler's handler
+    is in front, the handler behind it. faulthandler chains: on a fault it restores the handler it found
+    when enabled and raises the signal again, so a kernel's handler installed before `faulthandler.enable()`
+    runs on the harness's faults while sigaction() reports faulthandler's, in libpython (red team round
+    10). Disabling it for a moment shows what it chains to; every handler is then put back as it was."""
+    front = _handlers()
+    if not faulthandler.is_enabled() or _LIBC is None:
+        return front
+    saved = {sig: _raw(sig) for sig in FATAL_SIGNALS}
+    faulthandler.disable()
+    behind = _handlers()
+    try:
+        faulthandler.enable()
+    except (RuntimeError, ValueError, OSError):  # no usable sys.stderr (closed by the kernel)
+        faulthandler.enable(file=_devnull())
+    own = _handlers()  # faulthandler's handlers, as it installs them
+    for sig, act in saved.items():
+        if act is not None:
+            _LIBC.sigaction(int(sig), ctypes.byref(act), None)  # exactly as they were
+    return {sig: behind[sig] if front[sig][0] == own[sig][0] else front[sig] for sig in FATAL_SIGNALS}
+
+
+def _handlers() -> dict[int, tuple[int | None, Any]]:
+    return {sig: (handler_address(sig), signal.getsignal(sig)) for sig in FATAL_SIGNALS}
+
+
+def _raw(sig: int) -> _Sigaction | None:
+    act = _Sigaction()
+    return act if _LIBC.sigaction(int(sig), None, ctypes.byref(act)) == 0 else None
+
+
+def _devnull() -> Any:
+    if not _NULL:
+        _NULL.append(open(os.devnull, "w"))  # noqa: SIM115 - kept open for faulthandler, as stderr would be
+    return _NULL[0]
+
+
+_NULL: list[Any] = []
+
+
+def _handlers() -> dict[int, tuple[int | None, Any]]:
     return {sig: (handler_address(sig), signal.getsignal(sig)) for sig in FATAL_SIGNALS}
 
 

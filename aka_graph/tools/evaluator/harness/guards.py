@@ -255,13 +255,16 @@ class Sentinel:
     def __init__(self, kernel_dir: str | os.PathLike[str] | None = None) -> None:
         """`kernel_dir`: the candidate's files, whose own audit hooks are refused (veto_audit_hooks)."""
         self.before = {name: _lookup(owner, attr) for name, owner, attr in _watched()}
-        self.harness = {
+        # every name a harness module binds: its functions and its settings (a kernel that set
+        # `faults.FATAL_SIGNALS = ()` switched a check off, red team round 10)
+        self.bindings = {
             (mod_name, key): value
             for mod_name, module in list(sys.modules.items())
             if mod_name.split(".")[-2:-1] == ["harness"] or mod_name.startswith("harness.")
             for key, value in vars(module).items()
-            if callable(value)
+            if not (key.startswith("__") and key.endswith("__"))
         }
+        self.harness = {name: value for name, value in self.bindings.items() if callable(value)}
         # methods of the harness's own classes and the code objects behind every harness function
         self.members = {
             (mod_name, key, attr): member
@@ -313,6 +316,18 @@ class Sentinel:
         found += self.between_steps()
         return found
 
+    def rebound(self) -> list[str]:
+        """Names of harness modules bound to another object than before the kernel loaded (settings and
+        functions alike; `violations` names replaced functions on their own)."""
+        modules = sys.modules
+        return [
+            f"{mod_name}.{key}"
+            for (mod_name, key), value in self.bindings.items()
+            if key not in REBOUND_AT_RUNTIME
+            and not callable(value)
+            and vars(modules.get(mod_name) or sys).get(key, _MISSING) is not value
+        ]
+
     def between_steps(self) -> list[str]:
         """The checks cheap enough for every untimed step of the harness (bench.py runs them before it
         reads or writes the kernel's buffers): the interpreter's hooks, torch's dispatch of the ops the
@@ -324,6 +339,9 @@ class Sentinel:
             for what, value in hooks.items()
             if value != self.hooks.get(what)
         ]
+        rebound = self.rebound()
+        if rebound:
+            found.append(f"the harness's own settings were changed: {', '.join(rebound[:6])}")
         changed = self.dispatch.changed()
         if changed:
             found.append(
@@ -527,6 +545,9 @@ RUNTIME_KEYS = frozenset(
         "Undefined",
     ]
 )
+_MISSING = object()
+# module globals the harness itself rebinds while it runs (caches filled on first use)
+REBOUND_AT_RUNTIME = frozenset()
 _CURRENT: list[Sentinel] = []  # this worker's sentinel (between_steps_violations)
 AUDIT_ATTEMPTS: list[str] = []  # files of the kernel's that tried to add an audit hook (refused)
 _KERNEL_DIRS: list[str] = []  # where the kernel's own files are (veto_audit_hooks)

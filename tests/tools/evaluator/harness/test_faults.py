@@ -163,3 +163,20 @@ def test_a_handler_in_a_shared_object_built_in_tmp_is_named(tmp_path: Path, rest
     _set_handler(signal.SIGBUS, ctypes.cast(loaded.on_fault, ctypes.c_void_p).value or 0)
     found = handlers.changed()
     assert len(found) == 1 and "handles SIGBUS itself" in found[0] and "hook.so" in found[0], found
+
+
+def test_a_handler_of_the_kernels_hidden_behind_faulthandler_is_named(restored: None) -> None:
+    """Red team round 10: the kernel's handler first, then `faulthandler.enable()`: sigaction() reports
+    faulthandler's (libpython), which on a fault restores ours and raises again. The look goes behind it."""
+    faulthandler.disable()
+    _set_handler(signal.SIGSEGV, 0)
+    handlers = FatalHandlers(own_directories(None))
+    callback = _HANDLER(lambda sig, info, ctx: None)
+    _set_handler(signal.SIGSEGV, ctypes.cast(callback, ctypes.c_void_p).value or 0)
+    with open(os.devnull, "w") as null:
+        faulthandler.enable(file=null)
+        in_front = handler_address(signal.SIGSEGV)
+        assert "libpython" in code_owner(in_front or 0) or "python" in code_owner(in_front or 0)
+        found = handlers.changed()
+        assert found and "handles SIGSEGV itself" in found[0] and "anonymous memory" in found[0]
+        assert faulthandler.is_enabled() and handler_address(signal.SIGSEGV) == in_front  # as it was
