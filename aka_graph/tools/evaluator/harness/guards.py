@@ -317,15 +317,14 @@ class Sentinel:
         return found
 
     def rebound(self) -> list[str]:
-        """Names of harness modules bound to another object than before the kernel loaded (settings and
-        functions alike; `violations` names replaced functions on their own)."""
+        """Settings of the harness's modules bound to another object than before the kernel loaded (the
+        harness never rebinds its module globals: no `global` statement in it; `violations` names replaced
+        functions on their own)."""
         modules = sys.modules
         return [
             f"{mod_name}.{key}"
             for (mod_name, key), value in self.bindings.items()
-            if key not in REBOUND_AT_RUNTIME
-            and not callable(value)
-            and vars(modules.get(mod_name) or sys).get(key, _MISSING) is not value
+            if not callable(value) and vars(modules.get(mod_name) or sys).get(key, _MISSING) is not value
         ]
 
     def between_steps(self) -> list[str]:
@@ -546,8 +545,6 @@ RUNTIME_KEYS = frozenset(
     ]
 )
 _MISSING = object()
-# module globals the harness itself rebinds while it runs (caches filled on first use)
-REBOUND_AT_RUNTIME = frozenset()
 _CURRENT: list[Sentinel] = []  # this worker's sentinel (between_steps_violations)
 AUDIT_ATTEMPTS: list[str] = []  # files of the kernel's that tried to add an audit hook (refused)
 _KERNEL_DIRS: list[str] = []  # where the kernel's own files are (veto_audit_hooks)

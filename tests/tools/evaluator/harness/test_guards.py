@@ -513,3 +513,19 @@ def test_an_audit_hook_the_kernels_own_file_adds_is_refused_and_named_a_librarys
             sys.path.remove(str(tmp_path))
         guards.AUDIT_ATTEMPTS.clear()
         guards._KERNEL_DIRS.clear()
+
+
+def test_a_harness_setting_rebound_after_the_baseline_is_named_before_every_step(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Red team round 10: `faults.FATAL_SIGNALS = ()` (through sys.modules) switched the fatal-signal check
+    off; the sentinel compared only the harness's functions."""
+    from aka_graph.tools.evaluator.harness import faults
+
+    sentinel = Sentinel()
+    assert not [f for f in sentinel.between_steps() if "settings" in f]
+    monkeypatch.setattr(faults, "FATAL_SIGNALS", ())
+    found = [f for f in sentinel.between_steps() if "settings" in f]
+    assert found and "harness.faults.FATAL_SIGNALS" in found[0]
+    monkeypatch.setattr(faults, "FATAL_SIGNALS", sentinel.bindings[(faults.__name__, "FATAL_SIGNALS")])
+    assert not [f for f in sentinel.between_steps() if "settings" in f]
