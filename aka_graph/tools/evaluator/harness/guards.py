@@ -475,14 +475,24 @@ def watched_overloads() -> tuple[str, ...]:
     """Every overload of each watched operator as this torch's dispatcher names them (`aten::add.Tensor`,
     `aten::add.Scalar`, ...), bar the `out=` variants, which the harness never calls: a kernel registered
     for an overload nobody listed by hand would run in the harness's steps just the same."""
-    names = set(torch._C._dispatch_get_all_op_names())
-    return tuple(
-        sorted(
-            name
-            for name in names
-            if name.split(".", 1)[0] in WATCHED_OPS and not name.partition(".")[2].endswith("out")
-        )
-    )
+    every = getattr(torch._C, "_dispatch_get_all_op_names", None)
+    if every is not None:
+        names = {name for name in every() if name.split(".", 1)[0] in WATCHED_OPS}
+    else:  # an older torch: each operator's overload packet lists them
+        names = set()
+        for op in WATCHED_OPS:
+            packet = getattr(torch.ops.aten, op.split("::", 1)[1], None)
+            for overload in packet.overloads() if packet is not None else []:
+                names.add(op if overload == "default" else f"{op}.{overload}")
+    return tuple(sorted(n for n in names if not n.partition(".")[2].endswith("out") and _in_dispatcher(n)))
+
+
+def _in_dispatcher(name: str) -> bool:
+    """Whether the dispatcher has `name` (TorchScript's own overloads, `aten::add.int`, it has not)."""
+    try:
+        return bool(torch._C._dispatch_dump_table(name))  # "" for a name it does not know
+    except RuntimeError:
+        return False
 
 
 def dispatch_tables() -> dict[str, str]:

@@ -529,3 +529,15 @@ def test_a_harness_setting_rebound_after_the_baseline_is_named_before_every_step
     assert found and "harness.faults.FATAL_SIGNALS" in found[0]
     monkeypatch.setattr(faults, "FATAL_SIGNALS", sentinel.bindings[(faults.__name__, "FATAL_SIGNALS")])
     assert not [f for f in sentinel.between_steps() if "settings" in f]
+
+
+def test_every_overload_of_a_watched_operator_is_watched_but_no_out_variant() -> None:
+    from aka_graph.tools.evaluator.harness.guards import WATCHED_OPS, watched_overloads
+
+    names = watched_overloads()
+    assert {"aten::add.Tensor", "aten::add.Scalar", "aten::to.dtype", "aten::to.other", "aten::copy_"} <= set(
+        names
+    )
+    assert not [n for n in names if n.partition(".")[2].endswith("out")]  # add.out, sum.IntList_out, ...
+    assert "aten::add.int" not in names  # TorchScript's own overload: not in the dispatcher
+    assert {n.split(".", 1)[0] for n in names} == set(WATCHED_OPS)  # each one resolved to some overload
