@@ -185,6 +185,19 @@ def _fastest_burst(
     return best_wall, best_cpu
 
 
+def lowest_decided(
+    burst: tuple[int, int | None], base: tuple[int, int | None], reps: int, calls: int, noise: float
+) -> float:
+    """The per-call estimate from the wall clock and (where both were read) the worker's CPU time. Each
+    is a lower bound; 0 means its baseline's noise swallowed the calls (a loaded host's wall clock):
+    undecided, not "free". The lowest of the decided ones counts (0.0 when neither decided)."""
+    estimates = [parent_estimate_us(int(burst[0]), int(base[0]), reps, calls, noise)]
+    if burst[1] is not None and base[1] is not None:
+        estimates.append(parent_estimate_us(int(burst[1]), int(base[1]), reps, calls, noise))
+    decided = [e for e in estimates if e > 0]
+    return min(decided) if decided else 0.0
+
+
 def pieces_of(reps: int, pieces: int) -> list[int]:
     """`reps` split into at most `pieces` near-equal requests (each at least one replay)."""
     n = max(1, min(pieces, reps))
@@ -212,12 +225,9 @@ def _graph_estimate(
         main = _fastest_burst(request, msg, 1, cpu)
         if main is None or isinstance(main[0], str):
             return main  # type: ignore[return-value]
-        estimates = [parent_estimate_us(int(main[0]), int(round_trip[0]), size, calls, tol.noise)]
-        if main[1] is not None and round_trip[1] is not None:
-            estimates.append(parent_estimate_us(int(main[1]), int(round_trip[1]), size, calls, tol.noise))
-        decided = [e for e in estimates if e > 0]
-        if decided and (best is None or min(decided) < best[0]):
-            best = (min(decided), size)
+        estimate = lowest_decided(main, round_trip, size, calls, tol.noise)
+        if estimate > 0 and (best is None or estimate < best[0]):
+            best = (estimate, size)
     return best if best is not None else (0.0, reps)
 
 
@@ -270,14 +280,7 @@ def check(
             if best_base is not round_trip:
                 base = (min(best_base[0], base[0]), _fastest(best_base[1], base[1]))
             best_base = base
-        noise = tol.noise
-        estimates = [parent_estimate_us(int(best_main[0]), int(best_base[0]), reps, calls, noise)]
-        if best_main[1] is not None and best_base[1] is not None:
-            estimates.append(parent_estimate_us(int(best_main[1]), int(best_base[1]), reps, calls, noise))
-        # each is a lower bound; 0 means its baseline's noise swallowed the calls (a loaded host's wall
-        # clock): undecided, not "free". The lowest of the decided ones counts.
-        decided = [e for e in estimates if e > 0]
-        estimate = min(decided) if decided else 0.0
+        estimate = lowest_decided(best_main, best_base, reps, calls, tol.noise)
         message = implausible(reported_us, estimate, reps, calls, tol)
         if message is None:
             return inputs.verify(salt, reps) if staged and inputs is not None else None
