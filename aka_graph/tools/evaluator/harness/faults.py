@@ -22,6 +22,7 @@ import ctypes
 import faulthandler
 import os
 import signal
+import sys
 import time
 from typing import Any
 
@@ -56,12 +57,8 @@ _LIBC = _libc()
 
 def handler_address(sig: int) -> int | None:
     """The address of `sig`'s C-level handler (0 default, 1 ignored), None where it cannot be read."""
-    if _LIBC is None:
-        return None
-    old = _Sigaction()
-    if _LIBC.sigaction(int(sig), None, ctypes.byref(old)) != 0:
-        return None
-    return int(old.handler or 0)
+    act = _raw(sig)
+    return None if act is None else int(act.handler or 0)
 
 
 def code_owner(address: int, maps: str = "/proc/self/maps") -> str:
@@ -113,8 +110,6 @@ def own_directories(kernel_dir: str | os.PathLike[str] | None) -> list[str]:
     """The kernel's directory and the worker's build and temporary directories: code loaded from there is
     the kernel's. A directory holding the interpreter or installed packages (a HOME above a user's Python
     or user site) is never one: libpython's, libtorch's and libtriton's handlers are the runtime's."""
-    import sys
-
     libraries = [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     stdlib = os.path.dirname(os.__file__)
     runtime = [os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, stdlib, *libraries)]
@@ -157,6 +152,9 @@ def _handlers() -> dict[int, tuple[int | None, Any]]:
 
 
 def _raw(sig: int) -> _Sigaction | None:
+    """`sig`'s whole sigaction as the kernel holds it, None where it cannot be read."""
+    if _LIBC is None:
+        return None
     act = _Sigaction()
     return act if _LIBC.sigaction(int(sig), None, ctypes.byref(act)) == 0 else None
 
@@ -168,10 +166,6 @@ def _devnull() -> Any:
 
 
 _NULL: list[Any] = []
-
-
-def _handlers() -> dict[int, tuple[int | None, Any]]:
-    return {sig: (handler_address(sig), signal.getsignal(sig)) for sig in FATAL_SIGNALS}
 
 
 class FatalHandlers:
