@@ -320,11 +320,10 @@ class Sentinel:
         """Settings of the harness's modules bound to another object than before the kernel loaded (the
         harness never rebinds its module globals: no `global` statement in it; `violations` names replaced
         functions on their own)."""
-        modules = sys.modules
         return [
             f"{mod_name}.{key}"
             for (mod_name, key), value in self.bindings.items()
-            if not callable(value) and vars(modules.get(mod_name) or sys).get(key, _MISSING) is not value
+            if not callable(value) and getattr(sys.modules.get(mod_name), key, _MISSING) is not value
         ]
 
     def between_steps(self) -> list[str]:
@@ -496,14 +495,9 @@ def _in_dispatcher(name: str) -> bool:
 
 
 def dispatch_tables() -> dict[str, str]:
-    """Each watched operator's computed dispatch table as torch prints it (`DispatchTables.changed`)."""
-    tables = {}
-    for op in watched_overloads():
-        try:
-            tables[op] = torch._C._dispatch_dump_table(op)
-        except RuntimeError:  # an operator this torch does not have
-            continue
-    return tables
+    """Each watched operator's computed dispatch table as torch prints it (`DispatchTables.changed`;
+    watched_overloads holds only names this torch's dispatcher has)."""
+    return {op: torch._C._dispatch_dump_table(op) for op in watched_overloads()}
 
 
 def runtime_entries(table: str) -> tuple[str, ...]:
