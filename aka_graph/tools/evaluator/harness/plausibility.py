@@ -298,15 +298,16 @@ def _check_graph(
     reps: int,
     pieces: int,
 ) -> tuple[str, str] | None:
-    """`check` of graph replays sent in pieces: the lowest estimate over every piece of every burst."""
-    best: tuple[float, int] | None = None
+    """`check` of graph replays sent in pieces: the lowest decided estimate over every piece of every
+    burst (0.0, undecided, while none decided)."""
+    best: tuple[float, int] = (0.0, reps)
     message: str | None = None
     for _ in range(max(tol.bursts, 1)):
         found = _graph_estimate(request, wl, reps, calls, round_trip, tol, cpu, pieces)
         if found is None or isinstance(found[0], str):
             return found  # type: ignore[return-value]
         estimate, size = found  # type: ignore[misc]
-        if best is None or (estimate > 0 and (best[0] <= 0 or estimate < best[0])):
+        if estimate > 0 and (best[0] == 0 or estimate < best[0]):
             best = (float(estimate), int(size))
         message = implausible(reported_us, best[0], best[1], calls, tol)
         if message is None:
