@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.tools.evaluator.harness.test_watched_ops import CASES, unwatched_ops
+from tests.tools.evaluator.harness.test_watched_ops import CASES, unwatched_comparison_ops, unwatched_ops
 
 pytestmark = pytest.mark.gpu
 
@@ -23,3 +23,8 @@ def test_every_aten_operator_the_gpu_worker_runs_outside_the_kernel_is_watched(
     assert unwatched == [], (
         f"aten operators the harness runs on CUDA that guards.WATCHED_OPS leaves out: {unwatched}"
     )
+
+
+def test_every_aten_operator_of_every_comparison_branch_and_input_check_is_watched_on_cuda() -> None:
+    unwatched = unwatched_comparison_ops("cuda")
+    assert unwatched == [], f"aten operators the CUDA comparison runs that WATCHED_OPS leaves out: {unwatched}"

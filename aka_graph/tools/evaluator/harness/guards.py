@@ -465,6 +465,27 @@ WATCHED_OPS = tuple(
         "remainder",
         "clamp",
         "narrow",
+        # the comparison's every branch and the input fingerprints (test_watched_ops: branch table), and
+        # what the CUDA worker ran besides (tests/gpu/test_watched_ops_gpu.py on the H200, round 11)
+        "all",
+        "any",
+        "__and__",
+        "__or__",
+        "bitwise_or",
+        "is_nonzero",
+        "result_type",
+        "clamp_min",
+        "cumsum",
+        "pow",
+        "square",
+        "sqrt",
+        "div_",
+        "sub_",
+        "as_strided_",
+        "new_zeros",
+        "view_as",
+        "resolve_conj",
+        "resolve_neg",
     ]
 )
 

@@ -43,6 +43,8 @@ DTYPES = {
         torch.int16,
         torch.int32,
         torch.int64,
+        torch.complex64,  # no SOL dtype names these, but a native Model may return them (torch.fft)
+        torch.complex128,
         *([torch.float4_e2m1fn_x2] if hasattr(torch, "float4_e2m1fn_x2") else []),
     )
 }
@@ -74,7 +76,8 @@ def _bytes_view(t: torch.Tensor) -> memoryview:
 
 def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
     if isinstance(obj, torch.Tensor):
-        tensors.append(obj.detach().contiguous())  # device tensors go through the pinned stage
+        # a conjugate or negative view's bits are its base's: resolve the flag so the bytes are the values
+        tensors.append(obj.detach().resolve_conj().resolve_neg().contiguous())  # device: the pinned stage
         return {
             _TAG: len(tensors) - 1,
             "shape": list(obj.shape),

@@ -168,3 +168,14 @@ def test_small_references_use_the_output_scale_for_the_near_miss_bound() -> None
     got = ref.clone()
     got[5, 5] = 0.1  # 10000x |ref| but 5x the tolerance at the output's RMS
     assert check_output("y", got, ref, TOL).ok
+
+
+def test_complex_outputs_are_compared_on_both_parts() -> None:
+    """A cast of a complex output to float32 keeps the real part only: a kernel whose imaginary part is
+    wrong (or a conjugate view of the right answer) would pass on it."""
+    ref = torch.complex(torch.randn(32, 32), torch.randn(32, 32))
+    assert check_output("out", ref.clone(), ref, Tolerance()).ok
+    assert check_output("out", ref.conj(), ref.conj(), Tolerance()).ok  # a conjugate view, resolved
+    wrong_imaginary = torch.complex(ref.real, torch.zeros(32, 32))
+    assert not check_output("out", wrong_imaginary, ref, Tolerance()).ok
+    assert not check_output("out", ref.conj(), ref, Tolerance()).ok

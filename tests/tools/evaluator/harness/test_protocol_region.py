@@ -57,6 +57,22 @@ def test_outputs_travel_through_the_region_and_arrive_intact(region_fd: int) -> 
     assert worker.bulk_bytes == expected == parent.bulk_bytes
 
 
+@pytest.mark.parametrize("through_region", [True, False], ids=["region", "pipe"])
+def test_complex_outputs_and_conjugate_or_negative_views_arrive_as_their_values(
+    region_fd: int, through_region: bool
+) -> None:
+    """A native Model may return complex tensors (torch.fft); a conjugate or negative view shares its
+    base's bits with a flag, so the bytes sent must be the resolved values, not the base's."""
+    worker, parent = pair(region_fd if through_region else None)
+    z = torch.complex(torch.randn(8, 5), torch.randn(8, 5))
+    outs = [z, z.conj(), z.to(torch.complex128), z.conj().imag]
+    worker.send({"outputs": outs})
+    got = parent.recv(timeout_s=30)["outputs"]
+    for g, w in zip(got, outs, strict=True):
+        assert g.dtype == w.dtype and g.shape == w.shape and torch.equal(g, w.resolve_conj().resolve_neg())
+        assert not g.is_conj() and not g.is_neg()
+
+
 def test_without_a_region_the_pipe_still_carries_everything() -> None:
     worker, parent = pair(None)
     t = torch.randn(300, 300)
@@ -113,7 +129,7 @@ def test_a_region_offset_without_a_region_is_a_protocol_error() -> None:
 
 def test_a_dtype_off_the_allowlist_is_refused_in_the_region_too(region_fd: int) -> None:
     worker, parent = pair(region_fd)
-    forged(worker, {"o": [{"__tensor__": 0, "shape": [4], "dtype": "complex64", "at": 0}]})
+    forged(worker, {"o": [{"__tensor__": 0, "shape": [4], "dtype": "qint8", "at": 0}]})
     with pytest.raises(ProtocolError, match="bad tensor header"):
         parent.recv(timeout_s=30)
 

@@ -20,8 +20,11 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from aka_graph.tools.evaluator.harness.guards import WATCHED_OPS
+from aka_graph.tools.evaluator.harness.numerics import check_output
+from aka_graph.tools.evaluator.harness.opmodel import Tolerance
 from aka_graph.tools.evaluator.harness.plausibility import DISAGREEMENT
 from tests.conftest import REPO_ROOT, SOL_FIXTURES
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, reference_candidate
@@ -176,3 +179,89 @@ def unwatched_ops(tmp_path: Path, case: str, device: str = "cpu") -> list[str]:
 def test_every_aten_operator_the_worker_runs_outside_the_kernel_is_watched(tmp_path: Path, case: str) -> None:
     unwatched = unwatched_ops(tmp_path, case)
     assert unwatched == [], f"aten operators the harness runs that guards.WATCHED_OPS leaves out: {unwatched}"
+
+
+# The worker's comparison and input checks run on the kernel's outputs and inputs; the recording above sees
+# only the branches honest candidates take. Here every branch of numerics.check_output (each case names the
+# message its branch gives) and the input fingerprints of every dtype class run under the profiler.
+def _branch_cases(device: str) -> list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]:
+    g = torch.Generator().manual_seed(0)
+    ref = torch.randn(64, 64, generator=g).to(device)
+    nan = ref.clone()
+    nan[3, 4] = float("nan")
+    ref_inf = ref.clone()
+    ref_inf[0, 0] = float("-inf")
+    scattered = ref.clone()
+    scattered.view(-1)[::97] += 0.05  # a few near misses, scattered
+    row = ref.clone()
+    row[5] += 0.05  # one whole row off by a little
+    column = ref.clone()
+    column[:, 7] += 0.05  # one whole feature off by a little
+    tail = ref.clone()
+    tail.view(-1)[-200:] += 0.05  # the last elements in memory order, but fewer than a line of rows
+    loose = Tolerance(matched_ratio=0.9)
+    ints = torch.randint(0, 9, (64, 64), generator=g).to(device)
+    flipped = ints.clone()
+    flipped[0, :3] += 1
+    return [
+        ("pass", ref.clone(), ref, Tolerance()),
+        ("empty", ref[:0], ref[:0], Tolerance()),
+        ("NaN", nan, ref, Tolerance()),
+        ("-inf allowed", ref_inf.clone(), ref_inf, Tolerance(allow_negative_inf=True)),
+        ("non-finite values the output lacks", ref.clone(), ref_inf, Tolerance()),
+        ("all zeros", torch.zeros_like(ref), ref, Tolerance()),
+        ("of elements within", ref + 1.0, ref, Tolerance()),
+        ("exceeds the cap", scattered, ref, Tolerance(atol=0.1, error_cap=0.01)),
+        ("16x their tolerance", ref + (ref.abs() < 0.01) * 5.0, ref, loose),
+        ("rows are mostly wrong", row, ref, loose),
+        ("columns are mostly wrong", column, ref, loose),
+        ("consecutive elements", tail.reshape(-1), ref.reshape(-1), loose),
+        ("discrete", flipped, ints, Tolerance(atol=0, rtol=0, matched_ratio=0.99)),
+        ("complex", torch.complex(ref, ref), torch.complex(ref, ref), Tolerance()),
+    ]
+
+
+def comparison_ops(device: str) -> tuple[set[str], dict[str, str]]:
+    """Every aten operator numerics.check_output and the input fingerprints run, on `device`, and each
+    branch case's message (so a case that stopped reaching its branch shows)."""
+    from torch.autograd import profiler
+
+    from aka_graph.tools.evaluator.harness.fingerprint import InputSnapshot
+
+    cases = _branch_cases(device)
+    inputs = [
+        torch.randn(5, 3, device=device),
+        torch.ones(3, device=device).expand(4, 3),  # stride 0
+        torch.zeros(7, dtype=torch.bool, device=device),
+        torch.zeros(4, dtype=torch.complex64, device=device),
+        torch.arange(9, dtype=torch.int32, device=device),
+        torch.zeros(0, device=device),
+        3,
+    ]
+    messages = {}
+    with profiler.profile(use_cpu=True) as prof:
+        for name, got, ref, tol in cases:
+            messages[name] = check_output("out", got, ref, tol).message
+        for exact in (True, False):
+            snapshot = InputSnapshot(inputs, exact=exact)
+            inputs[0].add_(1.0)
+            assert snapshot.changed(inputs) == [0]
+            inputs[0].sub_(1.0)
+    return {e.name for e in prof.function_events if e.name.startswith("aten::")}, messages
+
+
+def unwatched_comparison_ops(device: str) -> list[str]:
+    ops, messages = comparison_ops(device)
+    for name, message in messages.items():
+        # "discrete": 3 of 4096 off by one, within the ratio, and integers have no near-miss bound
+        if name in ("pass", "empty", "-inf allowed", "complex", "discrete"):
+            assert message == "", (name, message)
+        else:
+            assert name in message, (name, message)
+    assert {"aten::isfinite", "aten::cumsum"} <= ops  # the recording really saw the comparison
+    return sorted(op for op in ops if op.split("::", 1)[1] not in WATCHED)
+
+
+def test_every_aten_operator_of_every_comparison_branch_and_input_check_is_watched() -> None:
+    unwatched = unwatched_comparison_ops("cpu")
+    assert unwatched == [], f"aten operators the comparison runs that WATCHED_OPS leaves out: {unwatched}"
