@@ -27,4 +27,4 @@ def test_every_aten_operator_the_gpu_worker_runs_outside_the_kernel_is_watched(
 
 def test_every_aten_operator_of_every_comparison_branch_and_input_check_is_watched_on_cuda() -> None:
     unwatched = unwatched_comparison_ops("cuda")
-    assert unwatched == [], f"aten operators the CUDA comparison runs that WATCHED_OPS leaves out: {unwatched}"
+    assert unwatched == [], f"aten ops the CUDA comparison runs that WATCHED_OPS leaves out: {unwatched}"
