@@ -57,8 +57,7 @@ _LIBC = _libc()
 
 def handler_address(sig: int) -> int | None:
     """The address of `sig`'s C-level handler (0 default, 1 ignored), None where it cannot be read."""
-    act = _raw(sig)
-    return None if act is None else int(act.handler or 0)
+    return _address(_raw(sig))
 
 
 def code_owner(address: int, maps: str = "/proc/self/maps") -> str:
@@ -133,18 +132,41 @@ def snapshot() -> dict[int, tuple[int | None, Any]]:
     front = _handlers()
     if not faulthandler.is_enabled() or _LIBC is None:
         return front
-    saved = {sig: _raw(sig) for sig in FATAL_SIGNALS}
-    faulthandler.disable()
-    behind = _handlers()
+    behind, own = _behind_faulthandler()
+    return {
+        sig: (_address(behind[sig]), front[sig][1]) if front[sig][0] == _address(own[sig]) else front[sig]
+        for sig in FATAL_SIGNALS
+    }
+
+
+def _enable_faulthandler() -> None:
     try:
         faulthandler.enable()
     except (RuntimeError, ValueError, OSError):  # no usable sys.stderr (closed by the kernel)
         faulthandler.enable(file=_devnull())
-    own = _handlers()  # faulthandler's handlers, as it installs them
-    for sig, act in saved.items():
-        if act is not None:
-            _LIBC.sigaction(int(sig), ctypes.byref(act), None)  # exactly as they were
-    return {sig: behind[sig] if front[sig][0] == own[sig][0] else front[sig] for sig in FATAL_SIGNALS}
+
+
+def _behind_faulthandler() -> tuple[dict[int, _Sigaction | None], dict[int, _Sigaction | None]]:
+    """Each fatal signal's whole sigaction behind faulthandler (what it chains to) and faulthandler's own
+    as it installs them; every handler, faulthandler's included, is then as it was. Call it only with
+    faulthandler enabled."""
+    front = {sig: _raw(sig) for sig in FATAL_SIGNALS}
+    faulthandler.disable()
+    behind = {sig: _raw(sig) for sig in FATAL_SIGNALS}
+    _enable_faulthandler()
+    own = {sig: _raw(sig) for sig in FATAL_SIGNALS}
+    _install(front)
+    return behind, own
+
+
+def _address(act: _Sigaction | None) -> int | None:
+    return None if act is None else int(act.handler or 0)
+
+
+def _install(actions: dict[int, _Sigaction | None]) -> None:
+    for sig, act in actions.items():
+        if act is not None and _LIBC is not None:
+            _LIBC.sigaction(int(sig), ctypes.byref(act), None)
 
 
 def _handlers() -> dict[int, tuple[int | None, Any]]:
@@ -175,6 +197,24 @@ class FatalHandlers:
         self.own_dirs = tuple(os.path.realpath(d) for d in own_dirs if d)
         self.since = time.time()  # before the kernel loads: a file changed after this is its doing
         self.before = snapshot()
+        self.faulthandler_on = faulthandler.is_enabled()
+        # what reclaim() puts back: the handlers behind faulthandler where it is on (it then chains to them)
+        self.base = _behind_faulthandler()[0] if self.faulthandler_on else {s: _raw(s) for s in FATAL_SIGNALS}
+
+    def reclaim(self) -> None:
+        """Every fatal signal handled again as before the kernel loaded, whatever it installed since. The
+        check above names handlers it can see; a handler chained behind a runtime library's is not one:
+        LLVM's (in libtriton, on a GPU) puts back the handler it found and returns, so the fault happens
+        again, into the handler behind it. With the fatal signals reclaimed before each of the harness's
+        steps, a fault in one ends the worker instead of running the kernel's code. A kernel's honest crash
+        reporter only loses its report: nothing honest needs to handle a fault in the harness's work."""
+        if _LIBC is None:
+            return
+        if faulthandler.is_enabled():
+            faulthandler.disable()  # it would put back what it found when enabled: maybe the kernel's
+        _install(self.base)
+        if self.faulthandler_on:
+            _enable_faulthandler()  # chains to the handlers it found before the kernel, as it did
 
     def changed(self) -> list[str]:
         """A finding per fatal signal now handled by the kernel's code. A new handler in an outside

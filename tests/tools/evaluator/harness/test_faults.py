@@ -180,3 +180,120 @@ def test_a_handler_of_the_kernels_hidden_behind_faulthandler_is_named(restored: 
         found = handlers.changed()
         assert found and "handles SIGSEGV itself" in found[0] and "anonymous memory" in found[0]
         assert faulthandler.is_enabled() and handler_address(signal.SIGSEGV) == in_front  # as it was
+
+
+# -- reclaim: the harness's steps run with the fatal signals handled as before the kernel loaded ----------
+
+
+def test_reclaim_puts_back_the_handlers_from_before_the_kernel(restored: None) -> None:
+    faulthandler.disable()
+    _set_handler(signal.SIGSEGV, 0)
+    handlers = FatalHandlers(own_directories(None))
+    callback = _HANDLER(lambda sig, info, ctx: None)
+    _set_handler(signal.SIGSEGV, ctypes.cast(callback, ctypes.c_void_p).value or 0)
+    _set_handler(signal.SIGBUS, ctypes.cast(callback, ctypes.c_void_p).value or 0)
+    handlers.reclaim()
+    assert handler_address(signal.SIGSEGV) == 0
+    assert handler_address(signal.SIGBUS) == handlers.before[signal.SIGBUS][0]
+
+
+def test_reclaim_leaves_faulthandler_chaining_to_what_it_chained_to_before_the_kernel(restored: None) -> None:
+    """Red team round 10's front: the kernel's handler, then faulthandler re-enabled over it. Reclaimed,
+    faulthandler is in front as it was before the kernel, and behind it is the default again."""
+    faulthandler.disable()
+    _set_handler(signal.SIGSEGV, 0)
+    with open(os.devnull, "w") as null:
+        faulthandler.enable(file=null)
+        handlers = FatalHandlers(own_directories(None))
+        in_front = handler_address(signal.SIGSEGV)
+        callback = _HANDLER(lambda sig, info, ctx: None)
+        faulthandler.disable()
+        _set_handler(signal.SIGSEGV, ctypes.cast(callback, ctypes.c_void_p).value or 0)
+        faulthandler.enable(file=null)
+        handlers.reclaim()
+        assert faulthandler.is_enabled() and handler_address(signal.SIGSEGV) == in_front
+        faulthandler.disable()  # what faulthandler would put back on a fault: the default, not the kernel's
+        assert handler_address(signal.SIGSEGV) == 0
+
+
+# A runtime library's handler as LLVM's is (libtriton, when Triton compiles on a GPU): on a fault it puts back
+# the handler it found when it registered and returns, so the fault repeats into that handler.
+CHAINING_LIBRARY = r"""
+#include <signal.h>
+#include <string.h>
+static struct sigaction found;
+static void on_fault(int sig, siginfo_t *info, void *ctx) {
+    (void)info; (void)ctx;
+    sigaction(sig, &found, NULL);
+}
+void register_handlers(void) {
+    struct sigaction act;
+    memset(&act, 0, sizeof act);
+    act.sa_sigaction = on_fault;
+    act.sa_flags = SA_SIGINFO | SA_NODEFER;
+    sigaction(SIGSEGV, &act, &found);
+}
+"""
+
+# The guard-page route (red team round 9b) with the kernel's handler behind the runtime library's: the
+# harness's write into the kernel's read-only buffer faults into the kernel's code, which opens the page.
+GUARD_PAGE_BEHIND_A_RUNTIME = r"""
+import ctypes, mmap, signal, sys
+from aka_graph.tools.evaluator.harness.faults import FatalHandlers, own_directories
+
+libc = ctypes.CDLL(None, use_errno=True)
+runtime = ctypes.CDLL(sys.argv[1])  # the runtime's library, there before the kernel
+handlers = FatalHandlers(own_directories(None))  # the worker's record, before the kernel loads
+page = mmap.mmap(-1, 4096)
+address = ctypes.addressof(ctypes.c_char.from_buffer(page))
+ran = []
+
+def kernels_handler(sig, info, ctx):
+    ran.append(sig)
+    libc.mprotect(ctypes.c_void_p(address), 4096, 3)  # the guard page opens: the harness's write goes on
+
+class Sigaction(ctypes.Structure):
+    _fields_ = [("handler", ctypes.c_void_p), ("rest", ctypes.c_char * 256)]
+
+callback = ctypes.CFUNCTYPE(None, ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p)(kernels_handler)
+act = Sigaction()
+act.handler = ctypes.cast(callback, ctypes.c_void_p).value
+flags = ctypes.c_int(4 | 0x40000000)  # SA_SIGINFO | SA_NODEFER
+ctypes.memmove(ctypes.addressof(act) + 8 + 128, ctypes.byref(flags), 4)
+assert libc.sigaction(signal.SIGSEGV, ctypes.byref(act), None) == 0
+runtime.register_handlers()  # Triton's first compile: LLVM registers in front of the kernel's handler
+assert libc.mprotect(ctypes.c_void_p(address), 4096, 0) == 0  # the kernel's buffer made a guard page
+print("named:", handlers.changed(), flush=True)
+if sys.argv[2] == "reclaim":
+    handlers.reclaim()
+ctypes.memset(address, 1, 16)  # the harness writes fresh inputs into the kernel's buffer
+print("the kernel's handler ran:", ran, flush=True)
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+@pytest.mark.parametrize("reclaim", [False, True], ids=["not-reclaimed", "reclaimed"])
+def test_a_handler_chained_behind_a_runtime_librarys_never_runs_in_a_reclaimed_step(
+    tmp_path: Path, reclaim: bool
+) -> None:
+    """No check names the kernel's handler here: sigaction() shows the runtime library's, a file that was
+    there before the kernel. Unreclaimed, the harness's write runs the kernel's code; reclaimed, the fault
+    ends the process (the parent then reports the worker's death) and the kernel's code never runs."""
+    source = tmp_path / "runtime.c"
+    source.write_text(CHAINING_LIBRARY)
+    lib = tmp_path / "libruntime.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(lib), str(source)], check=True)
+    time.sleep(0.05)  # the library's ctime strictly before the worker's record
+    env = {k: v for k, v in os.environ.items() if k not in ("TMPDIR", "PYTHONFAULTHANDLER")}
+    env["PYTHONPATH"] = str(Path(__file__).resolve().parents[4])
+    proc = subprocess.run(
+        [sys.executable, "-c", GUARD_PAGE_BEHIND_A_RUNTIME, str(lib), "reclaim" if reclaim else "keep"],
+        capture_output=True, text=True, timeout=60, env=env,
+    )  # fmt: skip
+    assert "named: []" in proc.stdout, (proc.stdout, proc.stderr[-2000:])
+    if reclaim:
+        assert proc.returncode == -signal.SIGSEGV, (proc.returncode, proc.stdout, proc.stderr[-2000:])
+        assert "the kernel's handler ran" not in proc.stdout
+    else:
+        assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr[-2000:])
+        assert "the kernel's handler ran: [11]" in proc.stdout
