@@ -385,8 +385,10 @@ class Bench:
         """Before the harness reads or writes copy k (untimed): attributes the kernel set on its tensors
         that shadow torch.Tensor's are removed and recorded (guards.planted_members: a planted `detach`
         ran the call's work when the harness read the output)."""
-        outs = [*(self.outs[k] or []), *(self.produced.get(k) or [])] if k < len(self.outs) else []
-        for found in planted_violation([*self.copies[k], *outs]):
+        allocated = (self.outs[k] or []) if k < len(self.outs) else []  # the outputs the harness made
+        produced = (self.produced.get(k) or []) if k < len(self.outs) else []
+        made = [*self.copies[k], *allocated]
+        for found in planted_violation([*made, *produced], made):
             if found not in self.violations:
                 self.violations.append(found)
 

@@ -3,10 +3,18 @@
 Identity of timers / sync / graph / event functions captured before the candidate is imported,
 reserved environment variables, threads left running, output types, and aliasing of outputs with
 inputs or earlier outputs. Each check returns human-readable violations (-> REWARD_HACK).
+
+What these checks cannot do: they run in the kernel's own interpreter, so a kernel free to reach the
+interpreter can edit their records in place or swap the code of the check itself (red team round 11b,
+with the source policy off: the dispatch tables' texts, the interpreter hooks' record, the check's
+`__code__`). The static source policy (policy.py) refuses the means (`sys`, `gc`, `__code__`,
+torch.library on aten); the parent's own checks (its burst, the timed outputs checked after the fact,
+re-validation, /proc) hold regardless. These are defence in depth behind the policy.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
@@ -113,6 +121,54 @@ def _watched() -> list[tuple[str, Any, str]]:
         items.append((f"threading.{attr}", threading, attr))
     items.append(("os.environ", os, "environ"))
     return items
+
+
+def _watched_namespaces() -> tuple[dict[str, type], dict[str, Any]]:
+    """The classes whose members the harness's untimed steps look up (a tensor's methods, the grad and
+    inference modes it enters around its writes, CUDA events and graphs) and the modules whose functions
+    it calls. `_watched` names a few members each; red team round 11 planted `torch.Tensor.is_inference`
+    (asked by the harness's input write) and replaced `inference_mode.__exit__`, neither of them listed."""
+    cuda = torch.cuda
+    classes = {
+        "torch.Tensor": torch.Tensor,
+        "torch.nn.Parameter": torch.nn.Parameter,
+        "torch.inference_mode": torch.inference_mode,
+        "torch.no_grad": torch.no_grad,
+        "torch.enable_grad": torch.enable_grad,
+        "torch.set_grad_enabled": torch.set_grad_enabled,
+        "torch._C._InferenceMode": torch._C._InferenceMode,
+        "torch.Generator": torch.Generator,
+        "torch.cuda.Event": cuda.Event,
+        "torch.cuda.Stream": cuda.Stream,
+        "torch.cuda.CUDAGraph": cuda.CUDAGraph,
+        "torch.cuda.graph": cuda.graph,
+    }
+    modules = {"torch": torch, "torch.cuda": cuda, "torch.autograd.grad_mode": torch.autograd.grad_mode}
+    return classes, modules
+
+
+class Namespaces:
+    """The watched classes' and modules' members as they were before the kernel loaded. A class's member
+    added, removed or replaced is a finding (a member added to torch.Tensor shadows torch._C.TensorBase's
+    method of that name); a module's member replaced or removed is one too, not one added (torch loads
+    its submodules lazily: `torch._dynamo` appears with the first torch.compile). torch's own wrapping
+    (torch_wrapper_of: dynamo's of torch.manual_seed) is no finding."""
+
+    def __init__(self) -> None:
+        classes, modules = _watched_namespaces()
+        self.classes = {name: (klass, dict(vars(klass))) for name, klass in classes.items()}
+        self.modules = {name: (module, dict(vars(module))) for name, module in modules.items()}
+
+    def changed(self) -> list[str]:
+        found = []
+        for name, (owner, before) in [*self.classes.items(), *self.modules.items()]:
+            now = vars(owner)
+            keys = set(before) | set(now) if name in self.classes else set(before)
+            for key in sorted(keys):
+                old, new = before.get(key, _MISSING), now.get(key, _MISSING)
+                if new is not old and not torch_wrapper_of(new, old):
+                    found.append(f"{name}.{key}")
+        return found
 
 
 def _lookup(owner: Any, attr: str) -> Any:
@@ -281,6 +337,7 @@ class Sentinel:
         self.threads = {t.ident for t in threading.enumerate()}
         self.hooks = interpreter_hooks()
         self.dispatch = DispatchTables()
+        self.namespaces = Namespaces()
         self.faults = FatalHandlers(own_directories(kernel_dir))
         veto_audit_hooks(kernel_dir)
         _CURRENT[:] = [self]
@@ -340,6 +397,12 @@ class Sentinel:
         rebound = self.rebound()
         if rebound:
             found.append(f"the harness's own settings were changed: {', '.join(rebound[:6])}")
+        patched = self.namespaces.changed()
+        if patched:
+            found.append(
+                f"torch's {', '.join(patched[:6])} was added, replaced or removed: the harness's own steps "
+                "would run the kernel's code"
+            )
         changed = self.dispatch.changed()
         if changed:
             found.append(
@@ -623,9 +686,10 @@ def interpreter_hooks() -> dict[str, Any]:
     }
 
 
-def planted_violation(values: list[Any]) -> list[str]:
-    """`planted_members` of `values` as the violation to report ([] when there are none)."""
-    names = sorted(set(planted_members(values)))
+def planted_violation(values: list[Any], made: list[Any] = ()) -> list[str]:  # type: ignore[assignment]
+    """`planted_members` of `values` as the violation to report ([] when there are none); `made`: the
+    tensors among them the harness made (inputs, outputs it allocated), which must also keep their class."""
+    names = sorted(set(planted_members(values)) | set(reclassed(made)))
     if not names:
         return []
     return [
@@ -648,6 +712,24 @@ def planted_members(values: list[Any]) -> list[str]:
                 del own[name]
                 found.append(name)
     return found
+
+
+def reclassed(made: list[Any]) -> list[str]:
+    """Tensors the harness made whose class the kernel changed (`x.__class__ = Mine`, Mine overriding
+    copy_: its methods then run in the harness's steps), put back to torch.Tensor, each as '__class__'."""
+    found = []
+    for v in made:
+        if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor and _kernels_class(type(v)):
+            found.append(f"__class__ (to {type(v).__name__})")
+            with contextlib.suppress(TypeError):
+                v.__class__ = torch.Tensor
+    return found
+
+
+def _kernels_class(klass: type) -> bool:
+    """A tensor class defined outside torch: one a kernel could put on the harness's own tensors
+    (`x.__class__ = Mine`, where Mine overrides copy_), whose methods then run in the harness's steps."""
+    return not all(k.__module__.startswith("torch") for k in klass.__mro__ if k is not object)
 
 
 def _library_setting(name: str, before: str | None, now: str | None) -> bool:

@@ -1554,8 +1554,12 @@ TYPE_ATTRIBUTES_OK = frozenset({"__name__", "__qualname__", "__module__"})
 
 
 def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
-    """Class name -> its instance methods (defs in the class body that are not static or class methods)."""
+    """Class name -> its instance methods (defs in the class body that are not static or class methods),
+    those it inherits from the file's other classes included, and the same for every name bound to one of
+    the file's classes (`P = Slot`): red team round 11 took `Slot.plant` unbound as `Planter.plant`, through
+    an empty subclass, and planted `torch.Tensor.is_inference` with it."""
     out: dict[str, set[str]] = {}
+    bases: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             out.setdefault(node.name, set()).update(
@@ -1564,6 +1568,18 @@ def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
                 and not _decorated(f, "staticmethod", "classmethod")
             )
+            bases.setdefault(node.name, set()).update(b.id for b in node.bases if isinstance(b, ast.Name))
+        target, value = _assigned(node)
+        if isinstance(target, ast.Name) and isinstance(value, ast.Name):
+            bases.setdefault(target.id, set()).add(value.id)  # an alias inherits everything
+    changed = True
+    while changed:  # to a fixed point: subclasses of subclasses, aliases of aliases
+        changed = False
+        for name, parents in bases.items():
+            inherited = set().union(*(out.get(p, set()) for p in parents))
+            if not inherited <= out.get(name, set()):
+                out.setdefault(name, set()).update(inherited)
+                changed = True
     return out
 
 

@@ -158,7 +158,8 @@ class Worker:
         originals = InputSnapshot(inputs, exact)
         result = runner.invoke(inputs, outputs, rng_seed=rng_seed)
         # first, before any method of a tensor the kernel touched runs (guards.planted_members)
-        violations: list[str] = planted_violation([*result, *(outputs or []), *inputs])
+        made = [*(outputs or []), *inputs]
+        violations: list[str] = planted_violation([*result, *made], made)
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
             snap = [r.clone() if type(r) is torch.Tensor else r for r in result]

@@ -541,3 +541,56 @@ def test_every_overload_of_a_watched_operator_is_watched_but_no_out_variant() ->
     assert not [n for n in names if n.partition(".")[2].endswith("out")]  # add.out, sum.IntList_out, ...
     assert "aten::add.int" not in names  # TorchScript's own overload: not in the dispatcher
     assert {n.split(".", 1)[0] for n in names} == set(WATCHED_OPS)  # each one resolved to some overload
+
+
+# -- round 11: the members the harness's steps look up, and the class of its own tensors ----------------
+
+
+def test_a_member_added_replaced_or_removed_on_a_watched_class_is_named() -> None:
+    from aka_graph.tools.evaluator.harness.guards import Namespaces
+
+    seen = Namespaces()
+    assert seen.changed() == []
+    original_exit = torch.inference_mode.__exit__
+    torch.Tensor.is_inference = lambda self: True  # shadows torch._C.TensorBase's method
+    torch.inference_mode.__exit__ = lambda self, *exc: None
+    try:
+        assert seen.changed() == ["torch.Tensor.is_inference", "torch.inference_mode.__exit__"]
+    finally:
+        del torch.Tensor.is_inference
+        torch.inference_mode.__exit__ = original_exit
+    assert seen.changed() == []
+
+
+def test_a_module_member_replaced_is_named_one_added_is_not() -> None:
+    """torch loads submodules lazily (`torch._dynamo` with the first torch.compile): an added name is no
+    finding; a replaced function is."""
+    from aka_graph.tools.evaluator.harness.guards import Namespaces
+
+    seen = Namespaces()
+    original = torch.equal
+    torch._aka_lazily_loaded = object()  # type: ignore[attr-defined]
+    torch.equal = lambda a, b: True
+    try:
+        assert seen.changed() == ["torch.equal"]
+    finally:
+        torch.equal = original
+        del torch._aka_lazily_loaded  # type: ignore[attr-defined]
+    assert seen.changed() == []
+
+
+def test_the_harness_s_tensors_keep_their_class_and_it_is_put_back() -> None:
+    from aka_graph.tools.evaluator.harness.guards import planted_violation
+
+    class Reclassed(torch.Tensor):
+        def copy_(self, src: torch.Tensor, non_blocking: bool = False) -> torch.Tensor:
+            raise AssertionError("the kernel's copy_ ran")
+
+    made, returned = torch.zeros(3), torch.zeros(3).as_subclass(Reclassed)
+    made.__class__ = Reclassed
+    found = planted_violation([made, returned], [made])
+    assert len(found) == 1 and "__class__ (to Reclassed)" in found[0]
+    assert type(made) is torch.Tensor  # the harness's next write runs torch's copy_
+    made.copy_(torch.ones(3))
+    assert type(returned) is Reclassed  # the kernel's own output: judged as an output, not reclassed here
+    assert planted_violation([torch.nn.Parameter(torch.zeros(2))], [torch.nn.Parameter(torch.zeros(2))]) == []
