@@ -55,10 +55,9 @@ def evaluate_command(
     if not op_dir.is_dir():
         typer.echo(f"aka_graph evaluate: operator directory {op_dir} not found", err=True)
         raise typer.Exit(2)
-    if not kernel.exists():
-        typer.echo(
-            f"aka_graph evaluate: kernel {kernel} not found; pass kernel.py or its directory", err=True
-        )
+    problem = kernel_problem(kernel)
+    if problem:
+        typer.echo(f"aka_graph evaluate: {problem}", err=True)
         raise typer.Exit(2)
     if device not in ("auto", "cuda", "cpu"):
         typer.echo(f"aka_graph evaluate: --device {device!r}: use auto, cuda or cpu", err=True)
@@ -107,6 +106,15 @@ def evaluate_command(
     if as_json:
         sys.stdout.write(json.dumps(data, indent=2) + "\n")
     raise typer.Exit(0 if result.status == "PASS" else 1)
+
+
+def kernel_problem(kernel: Path) -> str | None:
+    """What is wrong with the KERNEL argument (None: a file or a directory, as a job copies it)."""
+    if not kernel.exists():
+        return f"kernel {kernel} not found; pass kernel.py or its directory"
+    if not (kernel.is_file() or kernel.is_dir()):
+        return f"kernel {kernel} is neither a file nor a directory; pass kernel.py or its directory"
+    return None
 
 
 def operator_problem(op_dir: Path, shape_ids: list[str] | None, blob_root: Path | None) -> str | None:

@@ -38,6 +38,7 @@ def profile_command(
     """Profile KERNEL on one workload of OP_DIR with ncu (NVIDIA) or rocprofv3 (AMD)."""
     from pydantic import ValidationError
 
+    from aka_graph.commands.evaluate import kernel_problem
     from aka_graph.tools.evaluator.profile import profile_kernel
 
     def bad(message: str) -> typer.Exit:
@@ -46,8 +47,9 @@ def profile_command(
 
     if not op_dir.is_dir():
         raise bad(f"operator directory {op_dir} not found")
-    if not kernel.exists():
-        raise bad(f"kernel {kernel} not found; pass kernel.py or its directory")
+    problem = kernel_problem(kernel)
+    if problem:
+        raise bad(problem)
     if vendor not in ("nvidia", "amd"):
         raise bad(f"--vendor {vendor!r}: use nvidia or amd")
     if reps < 1:

@@ -244,6 +244,8 @@ def scan_source(
                 flag(node, f"assigns into the module {root(target)!r} (patching library or global state)")
             elif isinstance(target, ast.Attribute) and id(target) in logger_settings:
                 pass  # log.propagate = False on a logger of the kernel's own (logging.getLogger)
+            elif tensor_state(target, parents):
+                pass  # x.requires_grad = True, p.grad = None, conv.weight.data = w: a tensor's own state
             elif isinstance(target, ast.Attribute) and not (
                 own_instance(target, root(target), parents, handed)
                 or (isinstance(target.value, ast.Name) and target.value.id in instances)
@@ -2071,10 +2073,91 @@ def _plain_class(cls: ast.ClassDef, names: Bindings) -> bool:
 # Standard-library classes whose instances are plain namespaces: one the file makes is its own.
 NAMESPACES = frozenset({"types.SimpleNamespace"})
 
+# A tensor's own state, set as attributes by autograd and weight-loading idioms (round 11's false-alarm
+# hunt: a backward reference's `x.requires_grad = True`, `conv.weight.data = w`).
+TENSOR_STATE = frozenset({"requires_grad", "grad", "data"})
+
+
+def tensor_state(target: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """`x.requires_grad = ...`, `p.grad = ...`, `lin.weight.data = ...` where the root name is a parameter
+    of the enclosing function or bound there only by calls of methods (`x = x.detach().clone()`,
+    `lin = nn.Linear(...)`, `for p in lin.parameters()`): a tensor's own state. An alias (`T =
+    torch.Tensor`), `type(x)` or a module-level name is not; what slips through onto a class, the runtime's
+    comparison of torch.Tensor's members names (guards.Namespaces)."""
+    if not (isinstance(target, ast.Attribute) and target.attr in TENSOR_STATE):
+        return False
+    base = target.value
+    while isinstance(base, ast.Attribute):
+        base = base.value
+    if not isinstance(base, ast.Name):
+        return False
+    function = parents.get(id(target))
+    while function is not None and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        function = parents.get(id(function))
+    if function is None:
+        return False
+    args = function.args
+    if base.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
+        return all(_made_by_a_method(v) for v in _values_bound(function, base.id))
+    values = _values_bound(function, base.id)
+    return bool(values) and all(_made_by_a_method(v) for v in values)
+
+
+def _values_bound(function: ast.AST, name: str) -> list[ast.AST]:
+    """What `name` is bound to in `function` (`name = v` -> v, `for name in it` -> it; anything else, a
+    tuple target, `with ... as name`, a walrus, gives the function itself: not a call)."""
+    values: list[ast.AST] = []
+    for node in ast.walk(function):
+        if node is function:
+            continue
+        if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for t in targets:
+                if isinstance(t, ast.Name) and t.id == name:
+                    values.append(node.value if node.value is not None else function)
+                elif _stores(t, name):
+                    values.append(function)
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            if isinstance(node.target, ast.Name) and node.target.id == name:
+                values.append(node.iter)
+            elif _stores(node.target, name):
+                values.append(function)
+        elif isinstance(node, ast.NamedExpr | ast.withitem | ast.ExceptHandler | ast.Global | ast.Nonlocal):
+            bound = getattr(node, "target", None) or getattr(node, "optional_vars", None)
+            names = getattr(node, "names", None) or []
+            if (isinstance(bound, ast.Name) and bound.id == name) or name in names or (
+                isinstance(node, ast.ExceptHandler) and node.name == name
+            ):
+                values.append(function)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:
+            values.append(function)
+    return values
+
+
+def _stores(target: ast.AST, name: str) -> bool:
+    """Whether an assignment target binds `name` (`a, name = ...`; not `name.attr = ...`)."""
+    names = (n for n in ast.walk(target) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store))
+    return any(n.id == name for n in names)
+
+
+def _made_by_a_method(value: ast.AST) -> bool:
+    """A call of a method or of a torch.nn class: what it returns is an object made for the caller (a call
+    of a bare name, `type(x)`, `getattr(...)`, may hand back a class)."""
+    return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
+
+
+def torch_nn_class(dotted: str | None) -> bool:
+    """`torch.nn.Linear`, `torch.nn.Parameter`: a class of torch.nn, whose call makes a fresh instance."""
+    if dotted is None or not dotted.startswith("torch.nn."):
+        return False
+    last = dotted.rsplit(".", 1)[-1]
+    return last[:1].isupper()
+
 
 def own_instances(tree: ast.Module, names: Bindings, fields: Mapping[str, set[str]]) -> dict[str, str]:
     """Names every binding of which (binding_names) is `name = Cls(...)`, with Cls one plain class of the
-    file's own (`fields`, class_fields) or a NAMESPACES class -> Cls. Such a name holds an object the file
+    file's own (`fields`, class_fields), a NAMESPACES class or a class of torch.nn (`lin = nn.Linear(...);
+    lin.weight = ...`: round 11) -> Cls. Such a name holds an object the file
     made, of a class that can hand back nothing else: `cfg = Config(); cfg.block = 128` sets its state
     (round 9), where `cfg = torch.Tensor` or a parameter `cfg` (a module passed in) would be a patch."""
     made: dict[str, list[str]] = {}
@@ -2083,7 +2166,7 @@ def own_instances(tree: ast.Module, names: Bindings, fields: Mapping[str, set[st
         if isinstance(target, ast.Name) and isinstance(value, ast.Call):
             func = value.func
             cls = func.id if isinstance(func, ast.Name) and func.id in fields else names.resolve(func)
-            if cls is not None and (cls in fields or cls in NAMESPACES):
+            if cls is not None and (cls in fields or cls in NAMESPACES or torch_nn_class(cls)):
                 made.setdefault(target.id, []).append(cls)
     return {k: v[0] for k, v in made.items() if len(set(v)) == 1 and names.counts[k] == len(v)}
 

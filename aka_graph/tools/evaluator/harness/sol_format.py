@@ -107,15 +107,37 @@ def _check_reference(source: Any, entry: str | None, path: Path) -> str:
         raise OperatorError(
             f"{where} does not compile (line {exc.lineno}: {exc.msg}); fix the source"
         ) from None
-    functions = {n.name for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
-    if "run" not in functions:
+    names = module_bindings(tree.body)
+    if "run" not in names:
         raise OperatorError(f"{where} defines no top-level run(...); the reference's entry point is run")
-    if entry is not None and entry not in functions:
+    if entry is not None and entry not in names:
         raise OperatorError(
             f"{path}: custom_inputs_entrypoint {entry!r} is not a top-level function of the reference; "
             "define it there or remove the field"
         )
     return source
+
+
+def module_bindings(body: list[ast.stmt]) -> set[str]:
+    """The names a module's top level binds, as SOL's driver finds them (the module's namespace): a def,
+    also one inside a top-level `if`/`try`/`with` (an optional fast path and its fallback), an assignment
+    (`run = torch.no_grad()(_impl)`, `make_inputs = functools.partial(...)`), an import. Whether the
+    name is callable is known only once the module runs (modules.load_reference checks it)."""
+    found: set[str] = set()
+    for node in body:
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+        elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            found |= {n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)}
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            found |= {(a.asname or a.name).split(".")[0] for a in node.names}
+        elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
+            for branch in ("body", "orelse", "finalbody"):
+                found |= module_bindings(getattr(node, branch, []))
+            for handler in getattr(node, "handlers", []):
+                found |= module_bindings(handler.body)
+    return found
 
 
 def _descriptors(row: dict[str, Any], inputs: list[TensorSpec], entry: str | None, where: str) -> dict:

@@ -277,16 +277,6 @@ CHEATS |= {
 }
 
 
-@pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
-def test_an_honest_idiom_scans_clean(source: str) -> None:
-    assert scan_source(source, "kernel.py") == []
-
-
-@pytest.mark.parametrize("source", list(CHEATS.values()), ids=list(CHEATS))
-def test_the_cheat_beside_it_stays_flagged(source: str) -> None:
-    assert scan_source(source, "kernel.py")
-
-
 @pytest.mark.parametrize(
     ("name", "compiled"),
     [
@@ -882,3 +872,58 @@ def test_compile_options_that_define_what_the_scan_cannot_see(
 )
 def test_load_inline_flags_that_define_what_the_scan_cannot_see(source: str, refused: bool) -> None:
     assert bool(scan_source(source, "kernel.py")) is refused
+
+
+# Round 11's false-alarm hunt: a tensor's own state set as attributes (autograd, weight loading), beside
+# the aliases of torch's classes that the same spelling would patch.
+HONEST |= {
+    "requires_grad on a detached copy (a backward reference)": (
+        "import torch\ndef run(x, g):\n    x = x.detach().clone()\n    x.requires_grad = True\n"
+        "    with torch.enable_grad():\n        torch.nn.functional.silu(x).backward(g)\n    return x.grad\n"
+    ),
+    "weights set on a torch.nn module the file made": (
+        "import torch.nn as nn\ndef run(x, w, c):\n    lin = nn.Linear(4, 4, bias=False)\n"
+        "    lin.weight = nn.Parameter(w, requires_grad=False)\n    conv = nn.Conv1d(4, 4, 3)\n"
+        "    conv.weight.data = c\n    lin.training = False\n    return lin(x)\n"
+    ),
+    "parameters frozen in a loop, a gradient cleared": (
+        "import torch\ndef run(x):\n    lin = torch.nn.Linear(4, 4)\n    for p in lin.parameters():\n"
+        "        p.requires_grad = False\n    x.grad = None\n    return lin(x)\n"
+    ),
+}
+CHEATS |= {
+    "a tensor's state set on an alias of torch.Tensor": "import torch\nT = torch.Tensor\nT.data = 1\n",
+    "... on type(x)": "def run(x):\n    T = type(x)\n    T.requires_grad = property(len)\n    return x\n",
+    "... on an alias made in the function": (
+        "import torch\ndef run(x):\n    T = torch.Tensor\n    T.grad = 1\n    return x\n"
+    ),
+    "... on a name rebound by a walrus": (
+        "import torch\ndef run(x):\n    if (T := torch.Tensor):\n        T.data = 1\n    return x\n"
+    ),
+    "... on a parameter rebound to a class": (
+        "import torch\ndef run(x):\n    x = torch.Tensor\n    x.data = 1\n    return x\n"
+    ),
+    "a torch.nn class patched through an alias": "import torch.nn as nn\nL = nn.Linear\nL.forward = abs\n",
+    "an own torch.nn instance's attribute pointing at a module, then patched": (
+        "import torch\nlin = torch.nn.Linear(2, 2)\nlin.foo = torch\nlin.foo.equal = abs\n"
+    ),
+    "a method inherited by an empty subclass, taken unbound (red team round 11b)": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "class P(S):\n    pass\nP.plant(torch.Tensor, abs)\n"
+    ),
+    "... through an alias of the class": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "P = S\nP.plant(torch.Tensor, abs)\n"
+    ),
+}
+
+
+# last, after every table above has its entries
+@pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
+def test_an_honest_idiom_scans_clean(source: str) -> None:
+    assert scan_source(source, "kernel.py") == []
+
+
+@pytest.mark.parametrize("source", list(CHEATS.values()), ids=list(CHEATS))
+def test_the_cheat_beside_it_stays_flagged(source: str) -> None:
+    assert scan_source(source, "kernel.py")

@@ -1,0 +1,53 @@
+"""Round eleven's false-alarm hunt (a helper who had not written the evaluator, SOL-ExecBench's and
+FlashInfer-Bench's public format documentation in hand): operators written as real problems are, each
+with its own reference as the candidate, and honest candidates written differently from the reference.
+
+What it found refused before this round, each PASSing now:
+- r11_run_alias, r11_run_in_try_block: `run` bound without a top-level def (`run = torch.no_grad()(impl)`,
+  a def inside `try: <fast path> except ImportError:`), and a custom generator made by functools.partial:
+  exit 2, "defines no top-level run" (sol_format.module_bindings).
+- r11_nn_module_weights, r11_backward_requires_grad_attr: the reference sets weights on a torch.nn module
+  it made and `requires_grad` on a detached copy: REWARD_HACK from the source policy (policy.tensor_state,
+  torch.nn instances in policy.own_instances).
+- r11_idempotent_inplace_mask with honest11b_masked_softmax_no_mutation: the reference masks its scores
+  input in place as scratch (masked_fill_ with -inf, outputs computed from it, the input not returned);
+  a candidate that leaves the input alone was INCORRECT ("input scores (updated in place)"), where SOL,
+  which compares outputs only, passes it.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
+
+ROUND11 = sorted(p.name for p in FIXTURES.glob("r11_*"))
+HONEST = [
+    ("r11_idempotent_inplace_mask", "honest11b_masked_softmax_no_mutation"),
+    ("r11_gdn_decode_flashinfer_style", "honest11b_gdn_vectorized_dps"),
+    ("r11_fp8_blockscale_gemm", "honest11b_fp8_blockscale_per_block"),
+    ("r11_output_named_like_input", "honest11b_residual_rms_dps_named_like_inputs"),
+    ("scalar_output", "honest11b_dps_scalar_outputs"),
+]
+
+
+def test_the_round_eleven_fixtures_are_all_here() -> None:
+    assert len(ROUND11) == 14, ROUND11
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ROUND11)
+def test_each_passes_with_its_own_reference(tmp_path: Path, name: str) -> None:
+    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name))
+    assert code == 0 and res["status"] == "PASS", res["message"]
+    assert res["workloads"] and all(w["status"] == "PASS" for w in res["workloads"])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(("name", "candidate"), HONEST, ids=[c for _, c in HONEST])
+def test_an_honest_candidate_written_differently_passes(tmp_path: Path, name: str, candidate: str) -> None:
+    code, res = evaluate(tmp_path, FIXTURES / name, (CANDIDATES / candidate / "kernel.py").read_text())
+    assert code == 0 and res["status"] == "PASS", res["message"]
