@@ -146,8 +146,10 @@ def _judge_correctness(
             if changed:  # the parent's own check on its own data (the worker's may be switched off)
                 verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
                 break
+            before, now = digests[n], (after or digests)[n]
+            untouched = {i for i in session.contract.get("compared", []) if before[i] == now[i]}
             with span("correctness.compare"):
-                same = session.judge_outputs(verdict, got, want, idx, f"seed {n}")
+                same = session.judge_outputs(verdict, got, want, idx, f"seed {n}", untouched)
             if not same:
                 break
     del refs

@@ -7,7 +7,7 @@ import hashlib
 import os
 import platform
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -374,8 +374,17 @@ class Session:
         return torch.tensor(value, dtype=dtype_of(self.op.outputs[j].dtype), device=self.device)
 
     def judge_outputs(
-        self, verdict: WorkloadVerdict, got: list[Any], want: list[Any], idx: int, what: str
+        self,
+        verdict: WorkloadVerdict,
+        got: list[Any],
+        want: list[Any],
+        idx: int,
+        what: str,
+        untouched: Collection[int] = (),
     ) -> bool:
+        """Each output against the reference's (and each input the reference updates in place against the
+        reference's update); `untouched`: those inputs the kernel left as they were, said in the message
+        (SOL compares outputs only: a user coming from it should learn why that is not enough here)."""
         tol = self.op.workloads[idx].tolerance
         if len(got) != len(want):
             verdict.fail("INCORRECT", f"{what}: {len(got)} outputs, expected {len(want)}")
@@ -396,6 +405,13 @@ class Session:
                 verdict.max_abs = max(verdict.max_abs or 0.0, v.max_abs)
                 verdict.max_rel = max(verdict.max_rel or 0.0, v.max_rel or 0.0)
             if not v.ok:
+                extra = self.contract["compared"]
+                n_out = len(self.op.outputs)
+                if j >= n_out and j - n_out < len(extra) and extra[j - n_out] in untouched:
+                    v.message += (
+                        " (the kernel left this input unchanged: the reference updates it in place, so the "
+                        "update is part of the operator's contract, as a KV-cache write is)"
+                    )
                 verdict.fail("INCORRECT", f"{what}: {v.message}")
                 return False
         return True

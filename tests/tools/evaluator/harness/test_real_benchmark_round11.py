@@ -9,10 +9,12 @@ What it found refused before this round, each PASSing now:
 - r11_nn_module_weights, r11_backward_requires_grad_attr: the reference sets weights on a torch.nn module
   it made and `requires_grad` on a detached copy: REWARD_HACK from the source policy (policy.tensor_state,
   torch.nn instances in policy.own_instances).
-- r11_idempotent_inplace_mask with honest11b_masked_softmax_no_mutation: the reference masks its scores
-  input in place as scratch (masked_fill_ with -inf, outputs computed from it, the input not returned);
-  a candidate that leaves the input alone was INCORRECT ("input scores (updated in place)"), where SOL,
-  which compares outputs only, passes it.
+
+Kept as it is, by the rule of issue 9 (class 5: an input the reference updates in place is the operator's
+contract, compared like an output): r11_idempotent_inplace_mask's reference masks its `scores` input in
+place (masked_fill_ with -inf) and does not return it; honest11b_masked_softmax_no_mutation leaves the
+input alone and is INCORRECT, where SOL, which compares outputs only, passes it. The same rule keeps a
+KV-cache write that the reference does not return compared. The message now says why.
 """
 
 from __future__ import annotations
@@ -26,7 +28,6 @@ from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, 
 
 ROUND11 = sorted(p.name for p in FIXTURES.glob("r11_*"))
 HONEST = [
-    ("r11_idempotent_inplace_mask", "honest11b_masked_softmax_no_mutation"),
     ("r11_gdn_decode_flashinfer_style", "honest11b_gdn_vectorized_dps"),
     ("r11_fp8_blockscale_gemm", "honest11b_fp8_blockscale_per_block"),
     ("r11_output_named_like_input", "honest11b_residual_rms_dps_named_like_inputs"),
@@ -51,3 +52,12 @@ def test_each_passes_with_its_own_reference(tmp_path: Path, name: str) -> None:
 def test_an_honest_candidate_written_differently_passes(tmp_path: Path, name: str, candidate: str) -> None:
     code, res = evaluate(tmp_path, FIXTURES / name, (CANDIDATES / candidate / "kernel.py").read_text())
     assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+@pytest.mark.slow
+def test_an_input_the_reference_updates_left_alone_is_incorrect_and_says_why(tmp_path: Path) -> None:
+    source = (CANDIDATES / "honest11b_masked_softmax_no_mutation" / "kernel.py").read_text()
+    code, res = evaluate(tmp_path, FIXTURES / "r11_idempotent_inplace_mask", source)
+    assert code == 1 and res["status"] == "INCORRECT", res["message"]
+    assert "input scores (updated in place)" in res["message"], res["message"]
+    assert "the kernel left this input unchanged" in res["message"], res["message"]

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 @torch.no_grad()
 def run(q, k, v, state, A_log, a, dt_bias, b, scale, output, new_state):
-    B, _, HQ, K = q.shape
+    _, _, HQ, K = q.shape
     HV = v.shape[2]
     if not scale:
         scale = 1.0 / math.sqrt(K)

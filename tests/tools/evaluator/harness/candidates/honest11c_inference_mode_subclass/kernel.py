@@ -3,8 +3,9 @@ hierarchy whose subclass calls an inherited method on its own instance and sets 
 
 The control for redteam11b_unbound_is_inference and redteam11b_inference_mode_exit: a fix that watches
 torch.Tensor's / torch.inference_mode's attributes at run time, or a policy rule about inherited methods
-called unbound, must leave this kernel (inference mode used as intended, own instances only) alone. (Writing `CFG.in_inference = ...` directly is refused today: policy
-own_instances trusts only instances of classes with no base but object, a false alarm noted in the report.)
+called unbound, must leave this kernel (inference mode used as intended, own instances only) alone.
+(Writing `CFG.in_inference = ...` directly is refused today: policy own_instances trusts only instances
+of classes with no base but object, a false alarm noted in the report.)
 """
 
 from __future__ import annotations

@@ -10,10 +10,10 @@ compare equal. Nothing compares the Sentinel's own state with a copy the kernel 
 
 from __future__ import annotations
 
-import torch
-
 import gc as _GC
 import sys
+
+import torch
 
 S = {"bench": None, "last": None, "R": None, "versions": None, "armed": False}
 
