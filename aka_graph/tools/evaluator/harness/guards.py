@@ -149,10 +149,12 @@ def _watched_namespaces() -> tuple[dict[str, type], dict[str, Any]]:
 
 class Namespaces:
     """The watched classes' and modules' members as they were before the kernel loaded. A class's member
-    added, removed or replaced is a finding (a member added to torch.Tensor shadows torch._C.TensorBase's
-    method of that name); a module's member replaced or removed is one too, not one added (torch loads
-    its submodules lazily: `torch._dynamo` appears with the first torch.compile). torch's own wrapping
-    (torch_wrapper_of: dynamo's of torch.manual_seed) is no finding."""
+    added or removed is a finding (a member added to torch.Tensor shadows torch._C.TensorBase's method of
+    that name, a plain value its property), and so is code replaced: a function or descriptor, before or
+    after. State torch keeps in them is not (torch.cuda.graph.default_capture_stream is set by the first
+    capture, torch.cuda._initialized by CUDA's start). A module's member added is no finding either
+    (torch loads submodules lazily: `torch._dynamo` appears with the first torch.compile), nor torch's own
+    wrapping (torch_wrapper_of: dynamo's of torch.manual_seed)."""
 
     def __init__(self) -> None:
         classes, modules = _watched_namespaces()
@@ -166,9 +168,16 @@ class Namespaces:
             keys = set(before) | set(now) if name in self.classes else set(before)
             for key in sorted(keys):
                 old, new = before.get(key, _MISSING), now.get(key, _MISSING)
-                if new is not old and not torch_wrapper_of(new, old):
+                if new is old or torch_wrapper_of(new, old):
+                    continue
+                if _MISSING in (old, new) or _code_like(old) or _code_like(new):
                     found.append(f"{name}.{key}")
         return found
+
+
+def _code_like(value: Any) -> bool:
+    """A function, a class or a descriptor (property, classmethod): what runs when the member is used."""
+    return callable(value) or hasattr(type(value), "__get__")
 
 
 def _lookup(owner: Any, attr: str) -> Any:

@@ -594,3 +594,27 @@ def test_the_harness_s_tensors_keep_their_class_and_it_is_put_back() -> None:
     made.copy_(torch.ones(3))
     assert type(returned) is Reclassed  # the kernel's own output: judged as an output, not reclassed here
     assert planted_violation([torch.nn.Parameter(torch.zeros(2))], [torch.nn.Parameter(torch.zeros(2))]) == []
+
+
+def test_state_torch_keeps_in_a_watched_class_or_module_is_no_finding() -> None:
+    """The first CUDA graph capture sets torch.cuda.graph.default_capture_stream; CUDA's start sets
+    torch.cuda._initialized. Neither is code; a plain value added to torch.Tensor (shadowing a property)
+    or a property put in place of a value is."""
+    from aka_graph.tools.evaluator.harness.guards import Namespaces
+
+    graph = torch.cuda.graph
+    stream, initialized = graph.__dict__.get("default_capture_stream"), torch.cuda._initialized
+    seen = Namespaces()
+    graph.default_capture_stream = object()
+    torch.cuda._initialized = not initialized
+    try:
+        assert seen.changed() == []
+        torch.Tensor.shape = (2, 2)
+        assert seen.changed() == ["torch.Tensor.shape"]
+        del torch.Tensor.shape
+        graph.default_capture_stream = property(lambda self: None)
+        assert seen.changed() == ["torch.cuda.graph.default_capture_stream"]
+    finally:
+        graph.default_capture_stream = stream
+        torch.cuda._initialized = initialized
+    assert seen.changed() == []
