@@ -2028,9 +2028,14 @@ def class_fields(tree: ast.Module, bindings: Bindings) -> dict[str, set[str]]:
     attributes each declares: class-body assignments and annotations (dataclass fields), and `self.x = ...`
     in its methods."""
     out: dict[str, set[str]] = {}
-    for cls in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
-        if bindings.counts[cls.name] != 1 or not _plain_class(cls, bindings):
-            continue
+    classes = [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and bindings.counts[n.name] == 1]
+    plain: dict[str, ast.ClassDef] = {}
+    while True:  # to a fixed point: a subclass of a plain class of the file's own is plain too (round 11)
+        more = {c.name: c for c in classes if c.name not in plain and _plain_class(c, bindings, set(plain))}
+        if not more:
+            break
+        plain |= more
+    for cls in plain.values():
         names = out.setdefault(cls.name, set())
         for stmt in cls.body:
             targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
@@ -2044,6 +2049,15 @@ def class_fields(tree: ast.Module, bindings: Bindings) -> dict[str, set[str]]:
                     for t in (n.targets if isinstance(n, ast.Assign) else [n.target])
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id == me
                 }
+    changed = True
+    while changed:  # a subclass declares what its bases declare
+        changed = False
+        for cls in plain.values():
+            bases = [b.id for b in cls.bases if isinstance(b, ast.Name) and b.id in out]
+            inherited = set().union(*(out[b] for b in bases))
+            if not inherited <= out[cls.name]:
+                out[cls.name] |= inherited
+                changed = True
     return out
 
 
@@ -2055,11 +2069,12 @@ CONSTRUCTION_HOOKS = frozenset(
 )
 
 
-def _plain_class(cls: ast.ClassDef, names: Bindings) -> bool:
-    """A class whose instances are what it declares: no bases but `object`, no metaclass or class
-    keywords, no decorator but dataclasses' own `dataclass` (a `def dataclass(c)` of the file's, or an
-    import under that name, could return any class), no construction or lookup hooks."""
-    if cls.keywords or any(not (isinstance(b, ast.Name) and b.id == "object") for b in cls.bases):
+def _plain_class(cls: ast.ClassDef, names: Bindings, plain: Collection[str] = ()) -> bool:
+    """A class whose instances are what it declares: no bases but `object` or the file's own `plain`
+    classes, no metaclass or class keywords, no decorator but dataclasses' own `dataclass` (a `def
+    dataclass(c)` of the file's, or an import under that name, could return any class), no construction or
+    lookup hooks."""
+    if cls.keywords or not all(isinstance(b, ast.Name) and b.id in ("object", *plain) for b in cls.bases):
         return False
     for deco in cls.decorator_list:
         if names.resolve(deco.func if isinstance(deco, ast.Call) else deco) != "dataclasses.dataclass":

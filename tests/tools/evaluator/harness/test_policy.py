@@ -890,8 +890,20 @@ HONEST |= {
         "import torch\ndef run(x):\n    lin = torch.nn.Linear(4, 4)\n    for p in lin.parameters():\n"
         "        p.requires_grad = False\n    x.grad = None\n    return lin(x)\n"
     ),
+    "an instance of a subclass of the file's own plain class, its attributes set (round 11b)": (
+        "class Base:\n    pass\nclass Cfg(Base):\n    block = 128\ncfg = Cfg()\ncfg.block = 64\n"
+        "cfg.in_inference = True\n"
+    ),
 }
 CHEATS |= {
+    "a subclass of a class whose __new__ hands back a module, its instance patched": (
+        "class Base:\n    def __new__(cls):\n        import torch\n        return torch\n"
+        "class Cfg(Base):\n    pass\ncfg = Cfg()\ncfg.equal = 1\n"
+    ),
+    "a subclass that itself hands back a module": (
+        "class Base:\n    pass\nclass Cfg(Base):\n    def __new__(cls):\n        import torch\n"
+        "        return torch\ncfg = Cfg()\ncfg.equal = 1\n"
+    ),
     "a tensor's state set on an alias of torch.Tensor": "import torch\nT = torch.Tensor\nT.data = 1\n",
     "... on type(x)": "def run(x):\n    T = type(x)\n    T.requires_grad = property(len)\n    return x\n",
     "... on an alias made in the function": (
