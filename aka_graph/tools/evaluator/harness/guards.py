@@ -143,7 +143,19 @@ def _watched_namespaces() -> tuple[dict[str, type], dict[str, Any]]:
         "torch.cuda.CUDAGraph": cuda.CUDAGraph,
         "torch.cuda.graph": cuda.graph,
     }
-    modules = {"torch": torch, "torch.cuda": cuda, "torch.autograd.grad_mode": torch.autograd.grad_mode}
+    # their bases too: a property on torch.utils._contextlib._DecoratorContextManager wins over what
+    # inference_mode keeps on its instance (red team round 11c)
+    for klass in list(classes.values()):
+        for base in klass.__mro__[1:]:
+            if base is not object:
+                classes.setdefault(f"{base.__module__}.{base.__qualname__}", base)
+    modules = {
+        "torch": torch,
+        "torch.cuda": cuda,
+        "torch.autograd.grad_mode": torch.autograd.grad_mode,
+        "torch._jit_internal": torch._jit_internal,  # is_scripting(), asked by inference_mode's __init__
+        "torch.utils._contextlib": torch.utils._contextlib,
+    }
     return classes, modules
 
 
@@ -728,17 +740,16 @@ def reclassed(made: list[Any]) -> list[str]:
     copy_: its methods then run in the harness's steps), put back to torch.Tensor, each as '__class__'."""
     found = []
     for v in made:
-        if isinstance(v, torch.Tensor) and type(v) is not torch.Tensor and _kernels_class(type(v)):
+        if isinstance(v, torch.Tensor) and type(v) not in _HARNESS_TENSOR_CLASSES:
             found.append(f"__class__ (to {type(v).__name__})")
             with contextlib.suppress(TypeError):
                 v.__class__ = torch.Tensor
     return found
 
 
-def _kernels_class(klass: type) -> bool:
-    """A tensor class defined outside torch: one a kernel could put on the harness's own tensors
-    (`x.__class__ = Mine`, where Mine overrides copy_), whose methods then run in the harness's steps."""
-    return not all(k.__module__.startswith("torch") for k in klass.__mro__ if k is not object)
+# The classes the harness's own tensors may have, by identity: a class's `__module__` is whatever its body
+# says ("torch.nn.parameter" in red team round 11c's Reclassed)
+_HARNESS_TENSOR_CLASSES = (torch.Tensor, torch.nn.Parameter, *[getattr(torch.nn, "Buffer", torch.Tensor)])
 
 
 def _library_setting(name: str, before: str | None, now: str | None) -> bool:

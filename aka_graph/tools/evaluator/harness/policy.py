@@ -1557,11 +1557,10 @@ TYPE_ATTRIBUTES_OK = frozenset({"__name__", "__qualname__", "__module__"})
 
 def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
     """Class name -> its instance methods (defs in the class body that are not static or class methods),
-    those it inherits from the file's other classes included, and the same for every name bound to one of
-    the file's classes (`P = Slot`): red team round 11 took `Slot.plant` unbound as `Planter.plant`, through
-    an empty subclass, and planted `torch.Tensor.is_inference` with it."""
+    those it inherits from the file's other classes included, and the same for every name a class may
+    flow into (class_flows): red team round 11 took `Slot.plant` unbound as `Planter.plant` through an
+    empty subclass, round 11c through `Planter, Keeper = Slot, Slot`, and planted torch's members with it."""
     out: dict[str, set[str]] = {}
-    bases: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
             out.setdefault(node.name, set()).update(
@@ -1570,19 +1569,67 @@ def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
                 and not _decorated(f, "staticmethod", "classmethod")
             )
-            bases.setdefault(node.name, set()).update(b.id for b in node.bases if isinstance(b, ast.Name))
-        target, value = _assigned(node)
-        if isinstance(target, ast.Name) and isinstance(value, ast.Name):
-            bases.setdefault(target.id, set()).add(value.id)  # an alias inherits everything
+    flows = class_flows(tree)
     changed = True
     while changed:  # to a fixed point: subclasses of subclasses, aliases of aliases
         changed = False
-        for name, parents in bases.items():
-            inherited = set().union(*(out.get(p, set()) for p in parents))
+        for name, sources in flows.items():
+            inherited = set().union(*(out.get(p, set()) for p in sources))
             if not inherited <= out.get(name, set()):
                 out.setdefault(name, set()).update(inherited)
                 changed = True
     return out
+
+
+# calls that take a class as an argument and never hand it back
+CLASS_ARGUMENT_OK = frozenset({"isinstance", "issubclass", "super"})
+
+
+def class_flows(tree: ast.Module) -> dict[str, set[str]]:
+    """Name -> the names whose value it may hold as it is (not as a call's result): a class's bases, and
+    for every binding (`=`, `for`, `with ... as`, `:=`, comprehensions) the names its value mentions other
+    than as the called function (`P = S`, `A, B = S, S`, `P = [S][0]`, `P = S if c else T`, `P = f(S)`).
+    A name passed as an argument may reach any function's parameter: every parameter then may hold it."""
+    flows: dict[str, set[str]] = {}
+    passed: set[str] = set()
+    params: set[str] = set()
+
+    def mentioned(value: ast.AST | None) -> set[str]:
+        if value is None:
+            return set()
+        called = {id(n.func) for n in ast.walk(value) if isinstance(n, ast.Call)}
+        return {
+            n.id
+            for n in ast.walk(value)
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load) and id(n) not in called
+        }
+
+    def bind(target: ast.AST | None, value: ast.AST | None) -> None:
+        for n in ast.walk(target) if target is not None else []:
+            if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
+                flows.setdefault(n.id, set()).update(mentioned(value))
+
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ClassDef):
+            flows.setdefault(node.name, set()).update(b.id for b in node.bases if isinstance(b, ast.Name))
+        elif isinstance(node, ast.Assign):
+            for target in node.targets:
+                bind(target, node.value)
+        elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+            bind(node.target, node.value)
+        elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+            bind(node.target, node.iter)
+        elif isinstance(node, ast.withitem):
+            bind(node.optional_vars, node.context_expr)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+            a = node.args
+            params |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) not in CLASS_ARGUMENT_OK:
+            for arg in [*node.args, *(k.value for k in node.keywords)]:
+                passed |= mentioned(arg)
+    for p in params:
+        flows.setdefault(p, set()).update(passed)
+    return flows
 
 
 def _decorated(function: ast.AST, *decorators: str) -> bool:
@@ -2079,10 +2126,16 @@ def _plain_class(cls: ast.ClassDef, names: Bindings, plain: Collection[str] = ()
     for deco in cls.decorator_list:
         if names.resolve(deco.func if isinstance(deco, ast.Call) else deco) != "dataclasses.dataclass":
             return False
-    return not any(
-        isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef) and stmt.name in CONSTRUCTION_HOOKS
-        for stmt in cls.body
-    )
+    return not any(name in CONSTRUCTION_HOOKS for stmt in cls.body for name in _class_body_names(stmt))
+
+
+def _class_body_names(stmt: ast.stmt) -> list[str]:
+    """The names a class-body statement binds: a def's, or an assignment's (`__new__ = target` makes a
+    construction hook as a def does: red team round 11c)."""
+    if isinstance(stmt, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+        return [stmt.name]
+    targets = stmt.targets if isinstance(stmt, ast.Assign) else [getattr(stmt, "target", None)]
+    return [n.id for t in targets if t is not None for n in ast.walk(t) if isinstance(n, ast.Name)]
 
 
 # Standard-library classes whose instances are plain namespaces: one the file makes is its own.
@@ -2161,12 +2214,18 @@ def _made_by_a_method(value: ast.AST) -> bool:
     return isinstance(value, ast.Call) and isinstance(value.func, ast.Attribute)
 
 
+# torch.nn's classes that are tensors, not modules: their `__new__` hands back whatever its argument's
+# `detach()` gives (red team round 11c: `nn.Buffer(handle)` returned a class of torch's own)
+TORCH_NN_TENSORS = frozenset({"Parameter", "Buffer", "UninitializedParameter", "UninitializedBuffer"})
+
+
 def torch_nn_class(dotted: str | None) -> bool:
-    """`torch.nn.Linear`, `torch.nn.Parameter`: a class of torch.nn, whose call makes a fresh instance."""
-    if dotted is None or not dotted.startswith("torch.nn."):
+    """`torch.nn.Linear`: a module class of torch.nn (named in it directly), whose call makes a fresh
+    instance of itself."""
+    if dotted is None or not dotted.startswith("torch.nn.") or dotted.count(".") != 2:
         return False
     last = dotted.rsplit(".", 1)[-1]
-    return last[:1].isupper()
+    return last[:1].isupper() and last not in TORCH_NN_TENSORS
 
 
 def own_instances(tree: ast.Module, names: Bindings, fields: Mapping[str, set[str]]) -> dict[str, str]:

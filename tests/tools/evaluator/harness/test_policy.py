@@ -890,6 +890,11 @@ HONEST |= {
         "import torch\ndef run(x):\n    lin = torch.nn.Linear(4, 4)\n    for p in lin.parameters():\n"
         "        p.requires_grad = False\n    x.grad = None\n    return lin(x)\n"
     ),
+    "a table of own classes, instantiated then called bound": (
+        "class Small:\n    def forward(self, x):\n        return x\nclass Large(Small):\n    pass\n"
+        "TABLE = {'s': Small, 'l': Large}\nA, B = Small, Large\ndef run(x, k):\n    cls = TABLE[k]\n"
+        "    obj = cls()\n    return obj.forward(x) + A().forward(x)\n"
+    ),
     "an instance of a subclass of the file's own plain class, its attributes set (round 11b)": (
         "class Base:\n    pass\nclass Cfg(Base):\n    block = 128\ncfg = Cfg()\ncfg.block = 64\n"
         "cfg.in_inference = True\n"
@@ -922,6 +927,29 @@ CHEATS |= {
     "a method inherited by an empty subclass, taken unbound (red team round 11b)": (
         "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
         "class P(S):\n    pass\nP.plant(torch.Tensor, abs)\n"
+    ),
+    "... through names unpacked from a tuple of the class (red team round 11c)": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "P, K = S, S\nP.plant(torch.Tensor, abs)\n"
+    ),
+    "... through a subscript, a conditional, a loop, a call handing it back": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "A = [S][0]\nB = S if A else None\nfor C in (S,):\n    pass\nD = (lambda c: c)(S)\n"
+        "A.plant(torch.Tensor, abs)\nB.plant(torch.Tensor, abs)\nC.plant(torch.Tensor, abs)\n"
+        "D.plant(torch.Tensor, abs)\n"
+    ),
+    "... through a parameter it was passed to": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "def f(P):\n    P.plant(torch.Tensor, abs)\nf(S)\n"
+    ),
+    "a construction hook assigned in a class body, not defined": (
+        "import torch\ndef target(cls):\n    return torch\nclass B:\n    pass\n"
+        "class S(B):\n    __new__ = target\ns = S()\ns.equal = abs\n"
+    ),
+    "a torch.nn tensor class's instance (its __new__ hands back what detach() gives)": (
+        "import torch\nclass H:\n    def detach(self):\n        return self\n"
+        "    def requires_grad_(self, flag):\n        return torch.Tensor\n"
+        "b = torch.nn.Buffer(H())\nb.is_inference = abs\n"
     ),
     "... through an alias of the class": (
         "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
