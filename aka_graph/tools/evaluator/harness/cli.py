@@ -186,6 +186,7 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
     from .gpu_specs import UnknownGpuError
     from .modes import pattern_order, run
     from .opmodel import OperatorError
+    from .trusted import ReferenceFailed
 
     settings = _settings(args)
     if args.blob_root is not None and not args.blob_root.is_dir():
@@ -208,6 +209,10 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         )
     except OperatorError as exc:  # the operator's files (or a flag naming them): the user's to fix
         return _user_error(str(exc), args)
+    except ReferenceFailed as exc:  # the operator's own reference: no verdict on the candidate
+        print(f"error: {exc}", file=sys.stderr)
+        _emit(_failure("INFRA_ERROR", str(exc)), args.out)
+        return 1
     except UnknownGpuError as exc:
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)

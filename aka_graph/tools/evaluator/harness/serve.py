@@ -169,6 +169,7 @@ class Service:
     def evaluate(self, request_path: Path) -> tuple[dict[str, Any], bool]:
         """(result, whether the service may go on)."""
         from .modes import run
+        from .trusted import ReferenceFailed
 
         received = time.perf_counter()
         try:
@@ -189,6 +190,8 @@ class Service:
             results, _ = run(
                 self.settings, {"A": kernel}, "A", 1, workers={"A": worker}, session=self.session
             )
+        except ReferenceFailed as exc:  # the operator's own reference: the service itself is sound
+            return _failure("INFRA_ERROR", str(exc)), True
         except ValueError as exc:  # a setting the service cannot honour (production without a jail)
             return _failure("INFRA_ERROR", str(exc)), True
         except Exception as exc:  # the harness's own failure: never a score, and a fresh service next

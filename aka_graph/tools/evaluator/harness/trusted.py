@@ -18,6 +18,35 @@ from .speed_of_light import FlopCounter
 from .timing import host_reference_timing
 
 
+class ReferenceFailed(RuntimeError):
+    """The operator's own reference raised: the operator cannot be evaluated where it is (a dtype the device
+    has no kernel for, seen on the H200: int64 matmul on CUDA), whatever the candidate. Not a harness
+    failure; running out of memory stays the environment's."""
+
+
+class _ReferenceRunner(KernelRunner):
+    """The reference's runner: what it raises is said as the reference's, with the workload."""
+
+    def __init__(self, workload: str, *args: Any) -> None:
+        super().__init__(*args)
+        self.workload = workload
+
+    def invoke(self, *args: Any, **kwargs: Any) -> list[Any]:
+        try:
+            return super().invoke(*args, **kwargs)
+        except _OUT_OF_MEMORY:
+            raise
+        except Exception as exc:
+            raise ReferenceFailed(
+                f"the operator's reference raised on {self.device.type} (workload {self.workload}): "
+                f"{type(exc).__name__}: {str(exc)[:500]}; it cannot be evaluated on this device: fix its "
+                "reference, or evaluate where it runs"
+            ) from exc
+
+
+_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
+
+
 class Reference:
     def __init__(self, op: Operator, device: torch.device, init_seed: int) -> None:
         self.op, self.device, self.init_seed = op, device, init_seed
@@ -29,8 +58,10 @@ class Reference:
         self.benches: dict[int, Bench] = {}
 
     def runner(self, idx: int) -> KernelRunner:
+        workload = self.op.workloads[idx].id
         if self.op.kind != "native":
-            return KernelRunner(
+            return _ReferenceRunner(
+                workload,
                 self.module.run,
                 False,
                 output_shapes(self.op, self.op.workloads[idx]),
@@ -40,7 +71,7 @@ class Reference:
         if idx not in self.models:
             torch.manual_seed(self.init_seed)
             self.models[idx] = self.module.Model(**self.op.workloads[idx].init_kwargs).to(self.device).eval()
-        return KernelRunner(self.models[idx], False, [], self.device)
+        return _ReferenceRunner(workload, self.models[idx], False, [], self.device)
 
     def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
         return self.factory.make(self.op.workloads[idx], seed, scale, mix)

@@ -225,7 +225,9 @@ def test_native_operator_has_at_least_fifty_shapes_each_with_both_kwarg_sets() -
 # Cheats the policy stops first; with it switched off, the check behind it must still reject them.
 BEHIND_THE_POLICY = {
     "adv_posix_spawn_helper": ("nemotron_rms_norm", NEMOTRON_SHAPES, "started processes of its own"),
-    "adv_alias_tensor_patch": ("rmsnorm", CHEAT_SHAPES, "modified input"),
+    # its update of the Sentinel's snapshot of watched names misses guards.Namespaces (round 11), which
+    # names the patch before the parent's fingerprint of the inputs would
+    "adv_alias_tensor_patch": ("rmsnorm", CHEAT_SHAPES, "torch.equal was added, replaced or removed"),
     "adv_resolve_name_gc": ("nemotron_rms_norm", NEMOTRON_SHAPES, "harness's own clock"),
     "adv_helper_module_at_import": ("rmsnorm", CHEAT_SHAPES, ""),
     "adv_probe_harness_files": ("nemotron_rms_norm", NEMOTRON_SHAPES, ""),

@@ -19,6 +19,8 @@ KV-cache write that the reference does not return compared. The message now says
 
 from __future__ import annotations
 
+import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,19 @@ def test_an_input_the_reference_updates_left_alone_is_incorrect_and_says_why(tmp
     assert code == 1 and res["status"] == "INCORRECT", res["message"]
     assert "input scores (updated in place)" in res["message"], res["message"]
     assert "the kernel left this input unchanged" in res["message"], res["message"]
+
+
+@pytest.mark.slow
+def test_a_reference_that_cannot_run_on_the_device_is_said_to_be_the_reference_s(tmp_path: Path) -> None:
+    """Seen on the H200: r11_int8_gemm_dequant's first reference multiplied int64 matrices, which CUDA has
+    no kernel for; the result said "harness failure" with a traceback, as if the evaluator were broken."""
+    op = tmp_path / "op"
+    shutil.copytree(FIXTURES / "r11_int8_gemm_dequant", op)
+    definition = json.loads((op / "definition.json").read_text())
+    unsupported = "    raise NotImplementedError(\"'addmm_cuda' not implemented for 'Long'\")\n"
+    definition["reference"] = definition["reference"].replace("    acc = ", unsupported + "    acc = ", 1)
+    (op / "definition.json").write_text(json.dumps(definition))
+    code, res = evaluate(tmp_path, op, reference_candidate(FIXTURES / "r11_int8_gemm_dequant"))
+    assert code == 1 and res["status"] == "INFRA_ERROR", res["message"]
+    assert res["message"].startswith("the operator's reference raised on cpu (workload w8-"), res["message"]
+    assert "addmm_cuda" in res["message"] and "harness failure" not in res["message"]

@@ -5,7 +5,8 @@ own snapshot is updated too (found by string through pkgutil), so the worker see
 in place of its input, a mutation no check inside its process can see any more.
 
 Caught by: the source policy (getattr as a value, assignment through an alias, pkgutil); behind it, the
-parent's comparison of the inputs' fingerprints after each call with its own inputs."""
+worker's comparison of torch's members before each untimed step (guards.Namespaces, whose snapshot this
+cheat does not know), and the parent's comparison of the inputs' fingerprints after each call."""
 
 from __future__ import annotations
 
