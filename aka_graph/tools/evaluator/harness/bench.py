@@ -30,10 +30,12 @@ from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
 from .spans import span
 from .timing import (
+    EVENT_SAMPLES,
     GraphTimer,
     Timing,
     capture_plan,
     estimate_us,
+    event_samples,
     flush_buffer,
     judge_capture,
     needs_flush,
@@ -41,6 +43,7 @@ from .timing import (
     rotation_copies,
     time_events,
     time_host,
+    warmup_calls,
 )
 
 FALLBACK_COPIES = 32  # the CUDA-event fallback times 30 calls, each after an L2 flush
@@ -283,8 +286,9 @@ class Bench:
             self.copies = _replicate(first, n)
             # fresh poisoned outputs: copy 0's hold the estimate's answers
             self.outs = replicate(runner.alloc_outputs(), n) if runner.dps else [None] * n
+        self.est_us = est
         calls, self.replays = capture_plan(est, n)
-        graph = GraphTimer(self.call, n, calls)
+        graph = GraphTimer(self.call, n, calls, warmup_calls(est))
         try:
             with span("bench.capture"):
                 graph.capture()
@@ -497,7 +501,8 @@ class Bench:
                 self.call, n, self.first_s, prepare=self.perturb, after=after, clock=self.host_clock
             )
         elif self.graph is None:
-            samples = len(pool) if pool else 30  # one fresh input set per timed call
+            # one fresh input set per timed call; fewer calls where they are long (timing.event_samples)
+            samples = event_samples(self.est_us, len(pool) if pool else EVENT_SAMPLES)
             timing = time_events(self.call, n, self.l2_bytes, samples, prepare=self.perturb, after=after)
         else:
             timing = self.graph.measure(self.replays, self.flush)

@@ -284,8 +284,8 @@ def _no_collection() -> Iterator[None]:
 class GraphTimer:
     """Captures `calls` invocations rotating over the copies into one CUDA graph and replays it."""
 
-    def __init__(self, call: Call, n_copies: int, calls: int) -> None:
-        self.call, self.n_copies, self.calls = call, n_copies, calls
+    def __init__(self, call: Call, n_copies: int, calls: int, warmups: int = WARMUP_CALLS) -> None:
+        self.call, self.n_copies, self.calls, self.warmups = call, n_copies, calls, warmups
         self.outputs: dict[int, Any] = {}
         self.graph: Any = None
         self.kernel_nodes: int | None = None
@@ -295,7 +295,7 @@ class GraphTimer:
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for k in range(min(self.n_copies, WARMUP_CALLS)):
+            for k in range(min(self.n_copies, self.warmups)):
                 self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
@@ -371,10 +371,37 @@ class GraphTimer:
         torch.cuda.synchronize()
 
 
+# A call this long (a reference walking its batch in a Python loop: seconds per call on the H200, round
+# 11) is sized, warmed up and sampled by its time: the counts for fast calls made 40-odd calls of it.
+LONG_CALL_US = 50_000.0
+WARMUP_BUDGET_US = 200_000.0  # warm-up calls before a capture: as many as fit, 1 to WARMUP_CALLS
+EVENT_BUDGET_US = 2_000_000.0  # CUDA-event samples: as many as fit, EVENT_MIN_SAMPLES to EVENT_SAMPLES
+EVENT_MIN_SAMPLES = 3
+
+
+def warmup_calls(est_us: float) -> int:
+    """Warm-up calls before a capture (lazy init, autotuning: the first call or two do it)."""
+    return max(1, min(WARMUP_CALLS, int(WARMUP_BUDGET_US / max(est_us, 1e-3))))
+
+
+def event_samples(est_us: float, wanted: int = EVENT_SAMPLES) -> int:
+    """Timed calls of the CUDA-event fallback: `wanted` (one per fresh input set) for calls up to ~66 ms,
+    fewer for longer ones, at least EVENT_MIN_SAMPLES (a long call's samples vary little)."""
+    fit = int(EVENT_BUDGET_US / max(est_us, 1e-3))
+    return max(min(EVENT_MIN_SAMPLES, wanted), min(wanted, fit))
+
+
 def estimate_us(call: Call, n_copies: int, reps: int = 3) -> float:
-    """A quick eager estimate (events) to size the graph."""
+    """A quick eager estimate (events) to size the graph; a first call longer than LONG_CALL_US is the
+    estimate (what it includes of lazy start-up only makes the plan more cautious)."""
+    first_start, first_end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    first_start.record()
     call(0)
+    first_end.record()
     torch.cuda.synchronize()
+    first_us = first_start.elapsed_time(first_end) * 1000.0
+    if first_us > LONG_CALL_US:
+        return first_us
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     start.record()
     for i in range(reps):

@@ -260,3 +260,32 @@ def test_the_collector_is_off_during_a_capture_and_restored_after() -> None:
         assert not gc.isenabled()  # a process that had it off keeps it off
     finally:
         gc.enable()
+
+
+# -- long calls on a GPU (round 11: a reference walking 8000 sequences in Python ran for minutes) -------
+
+
+@pytest.mark.parametrize(
+    ("est_us", "warmups"),
+    [(5.0, 8), (20_000.0, 8), (50_000.0, 4), (150_000.0, 1), (3_000_000.0, 1)],
+)
+def test_warm_up_calls_before_a_capture_fit_a_budget(est_us: float, warmups: int) -> None:
+    from aka_graph.tools.evaluator.harness.timing import warmup_calls
+
+    assert warmup_calls(est_us) == warmups
+
+
+@pytest.mark.parametrize(
+    ("est_us", "wanted", "samples"),
+    [
+        (10.0, 30, 30),  # fast calls: one per fresh input set, as before
+        (40_000.0, 30, 30),  # issue 9's 10-40 ms uncapturable kernels keep every sample
+        (100_000.0, 30, 20),
+        (3_000_000.0, 30, 3),  # a call of seconds: the fewest that still give a median
+        (3_000_000.0, 2, 2),  # never more than there are fresh sets
+    ],
+)
+def test_event_samples_fit_a_budget_but_are_at_least_three(est_us: float, wanted: int, samples: int) -> None:
+    from aka_graph.tools.evaluator.harness.timing import event_samples
+
+    assert event_samples(est_us, wanted) == samples
