@@ -228,3 +228,33 @@ def test_the_event_fallback_never_reads_a_call_shorter_than_its_own_time_on_the_
     assert timing.method == "cuda_event"
     # a few us of jitter between the host's enqueue and the GPU's timestamps; the flush hid ~35 us
     assert timing.latency_us >= 0.97 * host_us, timing.samples_us
+
+
+def _busy_ms(ms: float) -> None:
+    """GPU work of about `ms` milliseconds (a spin kernel), measured to calibrate."""
+    torch.cuda._sleep(int(ms * 1.98e6))  # ~1.98 GHz: the H200's boost clock, close enough for a bound
+
+
+def test_a_long_call_is_estimated_from_two_calls_and_a_slow_first_call_alone_is_not_its_estimate() -> None:
+    """Round 11: an uncapturable reference of seconds per call was estimated, warmed up and sampled as a
+    fast one (43 calls per bench). A call over timing.LONG_CALL_US twice in a row is its own estimate; a
+    first call that is long once (a JIT compile) is not."""
+    from aka_graph.tools.evaluator.harness.timing import LONG_CALL_US, estimate_us
+
+    calls = []
+
+    def long_call(k: int) -> None:
+        calls.append(k)
+        _busy_ms(80)
+
+    est = estimate_us(long_call, 1)
+    assert len(calls) == 2 and est > LONG_CALL_US
+
+    calls.clear()
+
+    def compiles_first(k: int) -> None:
+        calls.append(k)
+        _busy_ms(120 if len(calls) == 1 else 0.02)
+
+    est = estimate_us(compiles_first, 1)
+    assert len(calls) == 5 and est < 5_000.0  # the first call, a second, then the 3 timed ones
