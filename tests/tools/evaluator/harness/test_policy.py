@@ -890,6 +890,10 @@ HONEST |= {
         "import torch\ndef run(x):\n    lin = torch.nn.Linear(4, 4)\n    for p in lin.parameters():\n"
         "        p.requires_grad = False\n    x.grad = None\n    return lin(x)\n"
     ),
+    "a torch.nn module made in a function, its name bound otherwise in another (round 11c)": (
+        "import torch\ndef a(x):\n    norm = x.norm()\n    return norm\ndef run(x, w):\n"
+        "    norm = torch.nn.RMSNorm(x.shape[-1])\n    norm.weight = torch.nn.Parameter(w)\n    return norm(x)\n"
+    ),
     "a table of own classes, instantiated then called bound": (
         "class Small:\n    def forward(self, x):\n        return x\nclass Large(Small):\n    pass\n"
         "TABLE = {'s': Small, 'l': Large}\nA, B = Small, Large\ndef run(x, k):\n    cls = TABLE[k]\n"
@@ -904,6 +908,13 @@ CHEATS |= {
     "a subclass of a class whose __new__ hands back a module, its instance patched": (
         "class Base:\n    def __new__(cls):\n        import torch\n        return torch\n"
         "class Cfg(Base):\n    pass\ncfg = Cfg()\ncfg.equal = 1\n"
+    ),
+    "a parameter's attribute set (it may be any object the caller passed)": (
+        "def run(norm, w):\n    norm.weight = w\n    return norm\n"
+    ),
+    "a name bound to a torch.nn module and, on a branch, to a torch class": (
+        "import torch\ndef run(x):\n    m = torch.nn.Linear(2, 2)\n    if x:\n        m = torch.Tensor\n"
+        "    m.clone = abs\n"
     ),
     "a subclass that itself hands back a module": (
         "class Base:\n    pass\nclass Cfg(Base):\n    def __new__(cls):\n        import torch\n"
