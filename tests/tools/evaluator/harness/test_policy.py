@@ -892,7 +892,8 @@ HONEST |= {
     ),
     "a torch.nn module made in a function, its name bound otherwise in another (round 11c)": (
         "import torch\ndef a(x):\n    norm = x.norm()\n    return norm\ndef run(x, w):\n"
-        "    norm = torch.nn.RMSNorm(x.shape[-1])\n    norm.weight = torch.nn.Parameter(w)\n    return norm(x)\n"
+        "    norm = torch.nn.RMSNorm(x.shape[-1])\n    norm.weight = torch.nn.Parameter(w)\n"
+        "    return norm(x)\n"
     ),
     "a table of own classes, instantiated then called bound": (
         "class Small:\n    def forward(self, x):\n        return x\nclass Large(Small):\n    pass\n"
