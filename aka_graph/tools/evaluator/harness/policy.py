@@ -1591,10 +1591,12 @@ def class_flows(tree: ast.Module) -> dict[str, set[str]]:
     """Name -> the names whose value it may hold as it is (not as a call's result): a class's bases, and
     for every binding (`=`, `for`, `with ... as`, `:=`, comprehensions) the names its value mentions other
     than as the called function (`P = S`, `A, B = S, S`, `P = [S][0]`, `P = S if c else T`, `P = f(S)`).
-    A name passed as an argument may reach any function's parameter: every parameter then may hold it."""
+    A name passed as an argument reaches the parameters of the file's function called (`f(S)`), or of
+    every function of the file's named in the same call (`functools.partial(f, S)`): they then may hold it.
+    Not those of any other function: `field(default_factory=Cfg)` hands Cfg to nothing of the file's."""
     flows: dict[str, set[str]] = {}
-    passed: set[str] = set()
-    params: set[str] = set()
+    functions: dict[str, set[str]] = {}
+    calls: list[tuple[set[str], set[str]]] = []  # (names passed, names the call mentions at all)
 
     def mentioned(value: ast.AST | None) -> set[str]:
         if value is None:
@@ -1611,10 +1613,28 @@ def class_flows(tree: ast.Module) -> dict[str, set[str]]:
             if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Store):
                 flows.setdefault(n.id, set()).update(mentioned(value))
 
+    def params_of(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda) -> set[str]:
+        a = node.args
+        return {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
+
+    # a class body's statements bind the class's attributes, never a name a function can see: `T.P`
+    in_class_body = {id(stmt) for c in ast.walk(tree) if isinstance(c, ast.ClassDef) for stmt in c.body}
+    for c in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        for stmt in c.body:
+            if isinstance(stmt, ast.Assign | ast.AnnAssign):
+                for t in stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]:
+                    if isinstance(t, ast.Name):
+                        flows.setdefault(f"{c.name}.{t.id}", set()).update(mentioned(stmt.value))
     for node in ast.walk(tree):
+        if id(node) in in_class_body and not isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            continue
         if isinstance(node, ast.ClassDef):
             flows.setdefault(node.name, set()).update(b.id for b in node.bases if isinstance(b, ast.Name))
         elif isinstance(node, ast.Assign):
+            if isinstance(node.value, ast.Lambda):  # `h = lambda P: ...`: a function of the file's
+                for t in node.targets:
+                    if isinstance(t, ast.Name):
+                        functions.setdefault(t.id, set()).update(params_of(node.value))
             for target in node.targets:
                 bind(target, node.value)
         elif isinstance(node, ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
@@ -1623,14 +1643,19 @@ def class_flows(tree: ast.Module) -> dict[str, set[str]]:
             bind(node.target, node.iter)
         elif isinstance(node, ast.withitem):
             bind(node.optional_vars, node.context_expr)
-        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-            a = node.args
-            params |= {x.arg for x in [*a.posonlyargs, *a.args, *a.kwonlyargs, a.vararg, a.kwarg] if x}
-        elif isinstance(node, ast.Call) and getattr(node.func, "id", None) not in CLASS_ARGUMENT_OK:
-            for arg in [*node.args, *(k.value for k in node.keywords)]:
-                passed |= mentioned(arg)
-    for p in params:
-        flows.setdefault(p, set()).update(passed)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef):
+            functions.setdefault(node.name, set()).update(params_of(node))
+        if isinstance(node, ast.Call) and getattr(node.func, "id", None) not in CLASS_ARGUMENT_OK:
+            passed = set().union(*(mentioned(v) for v in [*node.args, *(k.value for k in node.keywords)]))
+            named = {n.id for n in ast.walk(node) if isinstance(n, ast.Name)}
+            if isinstance(node.func, ast.Lambda):  # `(lambda P: ...)(S)`
+                for p in params_of(node.func):
+                    flows.setdefault(p, set()).update(passed)
+            calls.append((passed, named))
+    for passed, named in calls:
+        for function in named & set(functions):
+            for p in functions[function]:
+                flows.setdefault(p, set()).update(passed)
     return flows
 
 
@@ -1711,13 +1736,14 @@ def _foreign_self(
     modules reached through other modules' namespaces are the ways to hand it something else.
     `Base.method(self, ...)` inside a method, passing that method's own `self`, is the honest exception."""
     found: list[str] = []
+    holder = _class_member_path(node.value) if isinstance(node, ast.Attribute) else None
     if (
         isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.attr in methods.get(node.value.id, ())
+        and holder is not None
+        and node.attr in methods.get(holder, ())
         and not _passes_own_self(node, parents)
     ):
-        found.append(f"takes the method {node.value.id}.{node.attr} unbound (its `self` can be any object)")
+        found.append(f"takes the method {holder}.{node.attr} unbound (its `self` can be any object)")
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -1914,6 +1940,15 @@ def private_stdlib_import(node: ast.AST, local_modules: frozenset[str] = frozens
         None,
     )
     return f"imports {hit!r} (a private module: the C half of a banned one)" if hit else None
+
+
+def _class_member_path(value: ast.AST) -> str | None:
+    """`S` -> "S", `T.P` -> "T.P" (a class attribute that may hold a class: class_flows), else None."""
+    if isinstance(value, ast.Name):
+        return value.id
+    if isinstance(value, ast.Attribute) and isinstance(value.value, ast.Name):
+        return f"{value.value.id}.{value.attr}"
+    return None
 
 
 def _passes_own_self(func: ast.Attribute, parents: dict[int, ast.AST]) -> bool:

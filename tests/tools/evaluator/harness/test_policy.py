@@ -895,6 +895,15 @@ HONEST |= {
         "    norm = torch.nn.RMSNorm(x.shape[-1])\n    norm.weight = torch.nn.Parameter(w)\n"
         "    return norm(x)\n"
     ),
+    "a dataclass field made by a class's factory; a parameter of that name calls its method": (
+        "import dataclasses\nclass Cfg:\n    def validate(self):\n        return True\n"
+        "@dataclasses.dataclass\nclass Outer:\n    cfg: Cfg = dataclasses.field(default_factory=Cfg)\n"
+        "def run(x, cfg):\n    cfg.validate()\n    return x\n"
+    ),
+    "an instance kept as a class constant, its method called": (
+        "class Cfg:\n    def validate(self):\n        return True\nclass Holder:\n    DEFAULT = Cfg()\n"
+        "def run(x):\n    Holder.DEFAULT.validate()\n    return x\n"
+    ),
     "a table of own classes, instantiated then called bound": (
         "class Small:\n    def forward(self, x):\n        return x\nclass Large(Small):\n    pass\n"
         "TABLE = {'s': Small, 'l': Large}\nA, B = Small, Large\ndef run(x, k):\n    cls = TABLE[k]\n"
@@ -909,6 +918,18 @@ CHEATS |= {
     "a subclass of a class whose __new__ hands back a module, its instance patched": (
         "class Base:\n    def __new__(cls):\n        import torch\n        return torch\n"
         "class Cfg(Base):\n    pass\ncfg = Cfg()\ncfg.equal = 1\n"
+    ),
+    "... through functools.partial of a function taking it": (
+        "import functools, torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "def f(P):\n    P.plant(torch.Tensor, abs)\ng = functools.partial(f, S)\ng()\n"
+    ),
+    "... through a lambda bound to a name, or called at once": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "h = lambda P: P.plant(torch.Tensor, abs)\nh(S)\n(lambda Q: Q.plant(torch.Tensor, abs))(S)\n"
+    ),
+    "... through a class attribute holding it": (
+        "import torch\nclass S:\n    def plant(self, fn):\n        self.is_inference = fn\n"
+        "class T:\n    P = S\nT.P.plant(torch.Tensor, abs)\n"
     ),
     "a parameter's attribute set (it may be any object the caller passed)": (
         "def run(norm, w):\n    norm.weight = w\n    return norm\n"
