@@ -54,6 +54,7 @@ WORKER_SPANS = frozenset(
         "w.revalidate",
         "w.fresh_inputs",
         "w.measure",
+        "w.between_steps",
         # Bench's own steps, in whichever process times (the worker; the parent for the reference)
         "bench.estimate",
         "bench.copies",
