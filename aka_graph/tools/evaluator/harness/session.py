@@ -25,6 +25,7 @@ from .opmodel import Operator, OperatorError
 from .policy import scan_kernel_dir
 from .protocol import ChannelTimeout, ProtocolError
 from .runner import digest
+from .spans import span
 from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
 from .subset import has_empty_tensor, representative, workload_elements
 from .trusted import Reference
@@ -177,6 +178,13 @@ class KernelState:
                 "harness's channel",
             )
             return None
+        with span("request.checks"):
+            return self._checked(reply)
+
+    def _checked(self, reply: dict[str, Any]) -> dict[str, Any] | None:
+        """The reply, once /proc says the kernel's process started no process, thread, timer or signal
+        handler of its own (read after every reply: on a GPU worker with many descriptors, ~ms)."""
+        assert self.worker is not None
         spawned = self.worker.spawned()  # read from /proc by us: the worker's word is not needed
         if spawned:
             from .proctree import describe
