@@ -4,13 +4,16 @@
 #   the long-call estimate, the int8 fixture's float64 reference), the long-call estimate's own GPU test,
 #   then the evaluation speed: rmsnorm cold (2 fresh processes) and warm (a campaign's list twice through
 #   one service), with torch's namespaces now compared before every untimed step.
+#   bash benchmarks/gpu_round12.sh heavy    the heavy problems (a whole decoder layer, long-context attention)
+#   with the GPU to themselves, each held to 60 s; then the speed table again (w.between_steps and
+#   request.checks now in it).
 #   bash benchmarks/gpu_round12.sh crowded  every cheat, class fixture and red-team candidate at once on one
 #   GPU, then the honest controls with the GPU to themselves.
 # Output: $OUT/round12_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROUND=round12
-CALL=${1:?check or crowded}
+CALL=${1:?check, heavy or crowded}
 source benchmarks/gpu_steps.sh
 
 case $CALL in
@@ -22,11 +25,16 @@ check)
   run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --skip-cli --warm \
       --out "$WORK/speed"
   ;;
+heavy)  # the heavy problems alone (a wall-time bound), then the speed table with the new spans
+  run heavy 260 "${PYT[@]}" -s --tb=short tests/gpu/test_heavy_problems_gpu.py --junitxml "$WORK/heavy.xml"
+  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --skip-cli --warm \
+      --out "$WORK/speed"
+  ;;
 crowded)
   verdicts_in_parallel "not largest_moe"
   honest_alone 150
   ;;
-*) echo "unknown call $CALL (check, crowded)"; exit 2 ;;
+*) echo "unknown call $CALL (check, heavy, crowded)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done

@@ -60,16 +60,21 @@ def representative(
         return Selection(list(indices), "")
     size = {i: workload_elements(op, op.workloads[i]) for i in indices}
     ordered = sorted(indices, key=lambda i: (size[i], i))
-    eligible = [i for i in ordered if size[i] <= cap] or ordered[:1]
-    picks = [eligible[0], eligible[len(eligible) // 2], eligible[-1]]
+    eligible = [i for i in ordered if size[i] <= cap]
+    picks = [eligible[0], eligible[len(eligible) // 2], eligible[-1]] if eligible else ordered[:1]
     chosen = sorted(dict.fromkeys(picks[:most]), key=indices.index)
     if len(chosen) == len(indices):
         return Selection(chosen, "")
     ids = ", ".join(op.workloads[i].id for i in chosen)
+    which = (
+        f"the smallest, median and largest of the {len(eligible)} within the interpreter's work cap of "
+        f"{cap:,} input+output elements per workload"
+        if eligible
+        else f"none is within the interpreter's work cap of {cap:,} input+output elements per workload, "
+        f"so only the smallest runs ({size[chosen[0]]:,} elements: it may take long)"
+    )
     note = (
-        f"CPU evaluation: {len(chosen)} of {len(indices)} workloads ({ids}): the smallest, median and "
-        f"largest of the {len(eligible)} within the interpreter's work cap of {cap:,} input+output "
-        "elements per workload; the same subset every time for this operator. Pass --all-workloads "
-        "to evaluate every workload"
+        f"CPU evaluation: {len(chosen)} of {len(indices)} workloads ({ids}): {which}; the same subset "
+        "every time for this operator. Pass --all-workloads to evaluate every workload"
     )
     return Selection(chosen, note)
