@@ -1278,6 +1278,11 @@ BANNED_DOTTED = BANNED_DOTTED | {
     "torch.testing._internal",
     "torch.utils._debug_mode",
 }
+# Red team round 12: `weakref` is refused, but torch re-exports its reference type. A callback on a weak
+# reference to an object in a cycle of the kernel's own runs whenever the cyclic collector frees it, which
+# is mostly inside the harness's untimed steps (redteam12_gc_weak_callback precomputed answers there).
+BANNED_DOTTED = BANNED_DOTTED | {"torch.utils.weak"}
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {"WeakIdRef", "TensorWeakRef", "WeakIdKeyDictionary"}
 BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "DeviceContext",
     "FakeTensorMode",

@@ -201,7 +201,8 @@ def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> 
     elsewhere = (
         "redteam_", "redteam4_", "redteam5_", "redteam7_", "redteam8_", "redteam8b_", "redteam9_", "honest7_",
         "honest8_", "honest9_", "redteam9b_", "redteam10_", "honest10_", "redteam11_", "honest11_",
-        "redteam11b_", "honest11b_", "honest11c_", "redteam11c_", "honest11d_",
+        "redteam11b_", "honest11b_", "honest11c_", "redteam11c_", "honest11d_", "redteam12_", "honest12r_",
+        "honest12_",
     )
     names -= {n for n in names if n.startswith(elsewhere)}
     assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | RESOURCE | GPU_HONEST | {h[0] for h in HONEST}
