@@ -3,7 +3,10 @@ double-forked orphans found through the subreaper, helpers' CPU time counted, th
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import subprocess
 import sys
 import textwrap
@@ -12,7 +15,13 @@ import time
 import pytest
 
 from aka_graph.tools.evaluator.harness.isolate import argv_prefix, unavailable
-from aka_graph.tools.evaluator.harness.proctree import descendants, read_proc, tree_cpu_ns
+from aka_graph.tools.evaluator.harness.proctree import (
+    CHILDREN_LISTED,
+    descendants,
+    read_proc,
+    table,
+    tree_cpu_ns,
+)
 
 
 def _wait_for(predicate, timeout_s: float = 20.0) -> bool:  # type: ignore[no-untyped-def]
@@ -34,6 +43,39 @@ def test_an_unreaped_child_is_found_as_a_zombie() -> None:
         assert found.get(child.pid) == "Z"
     finally:
         child.wait()
+
+
+TREE = """
+import os, subprocess, sys, threading, time
+zombie = subprocess.Popen(["true"])  # never reaped
+made = []
+t = threading.Thread(target=lambda: made.append(subprocess.Popen(["sleep", "30"])))
+t.start(); t.join()  # a child made by a thread that has exited
+inner = "import subprocess, time; subprocess.Popen(['sleep', '30']); time.sleep(30)"
+grand = subprocess.Popen([sys.executable, "-c", inner])
+print("ready", flush=True)
+time.sleep(30)
+"""
+
+
+@pytest.mark.skipif(not CHILDREN_LISTED, reason="this kernel keeps no /proc children lists")
+def test_walking_the_children_lists_finds_what_the_whole_process_table_finds() -> None:
+    """The tree is walked from the worker down (a few reads) instead of reading every process on the host
+    (11 ms a reply on the H200's host); it must find the same processes: a zombie, a child made by a thread
+    that has exited, a grandchild."""
+    root = subprocess.Popen([sys.executable, "-c", TREE], stdout=subprocess.PIPE, text=True)
+    try:
+        assert root.stdout is not None and root.stdout.readline().strip() == "ready"
+        assert _wait_for(lambda: len(descendants(root.pid, table())) >= 4)  # 3 children, a grandchild
+        walked, listed = descendants(root.pid), descendants(root.pid, table())
+        assert {p.pid for p in walked} == {p.pid for p in listed} and len(walked) >= 4
+        assert "Z" in {p.state for p in walked}
+    finally:
+        for p in descendants(root.pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(p.pid, signal.SIGKILL)
+        root.kill()
+        root.wait()
 
 
 def test_a_reaped_helpers_cpu_time_counts_for_the_tree() -> None:
