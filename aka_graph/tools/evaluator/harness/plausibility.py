@@ -73,6 +73,20 @@ HOST_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.05)
 # a replayed graph does, so the host's looser rule applies (issue 9, class 4).
 EVENT_TOLERANCE = Tolerance(0.5, 0.5, 3, 0.1)
 MIN_PREPARED_REPS = 3  # a prepared burst of a long call still averages a few calls
+# ... unless one call is a second or more (a Python loop over thousands of sequences): its noise is a small
+# fraction of it, and each call of the burst costs a reference call more when the parent checks the burst's
+# outputs (spotcheck.verify_burst_calls), 13 s of a 100 s evaluation at 3.3 s a call on the H200
+SELF_BURST_US = 1_000_000.0
+
+
+def burst_calls(reported_us: float, calls: int, prepared: bool) -> int:
+    """The calls of one burst: enough to last BURST_TARGET_US (burst_reps); a prepared (eager) burst at
+    least MIN_PREPARED_REPS, bar calls reported at SELF_BURST_US or more. A report is only ever made
+    long to look slow, never to shorten a cheat's burst: the shortest burst goes to the longest claim."""
+    reps = burst_reps(reported_us, calls)
+    if prepared and reported_us < SELF_BURST_US:
+        reps = max(reps, MIN_PREPARED_REPS)
+    return reps
 # A burst of graph replays is sent as this many requests (~2.5 ms each) and the fastest counts. On a GPU
 # shared with other processes the driver gives each context time slices of a few ms: one 20 ms burst
 # always spans the others' slices while the worker's median of short replays mostly does not (the H200
@@ -251,10 +265,8 @@ def check(
     With `pieces` (graph replays), each burst is sent as that many requests and the fastest counts.
     A burst only ever reads slower than the truth (a clock ramping up, a busy host), so one that looks
     implausible is repeated, up to `tol.bursts` times, and the fastest counts."""
-    reps = burst_reps(reported_us, calls)
-    if prepared:
-        reps = max(reps, MIN_PREPARED_REPS)
-    elif pieces > 1:
+    reps = burst_calls(reported_us, calls, prepared)
+    if not prepared and pieces > 1:
         return _check_graph(request, wl, reported_us, calls, round_trip, tol, cpu, reps, pieces)
     best_main: tuple[int, int | None] | None = None
     best_base: Any = round_trip

@@ -13,6 +13,7 @@ import torch
 
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.plausibility import (
+    EVENT_TOLERANCE,
     GPU_TOLERANCE,
     GRAPH_PIECES,
     HOST_TOLERANCE,
@@ -124,13 +125,39 @@ def test_a_perturbation_burst_that_dwarfs_the_calls_decides_nothing() -> None:
 
 
 def test_long_uncapturable_calls_get_the_event_tolerance_and_several_calls_per_burst() -> None:
-    from aka_graph.tools.evaluator.harness.plausibility import EVENT_TOLERANCE, MIN_PREPARED_REPS
+    from aka_graph.tools.evaluator.harness.plausibility import MIN_PREPARED_REPS
 
     worker = SleepingWorker(true_us=26_000.0, prepare_us=500.0)  # 26 ms, data-dependent, uncapturable
     rt = round_trip_ns(worker) or (0, None)
     assert check(worker, 0, 0.75 * 26_000.0, 1, rt, EVENT_TOLERANCE, prepared=True) is None
     assert worker.bursts and min(worker.bursts) >= MIN_PREPARED_REPS
     assert check(worker, 0, 26_000.0 / 3, 1, rt, EVENT_TOLERANCE, prepared=True) is not None
+
+
+def test_a_call_of_a_second_or_more_is_its_own_burst_and_a_shorter_one_gets_a_few(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each call of an eager burst costs a reference call when its outputs are checked: a multi-second
+    call (a reference looping over thousands of sequences in Python) is burst once; a 26 ms one three
+    times (data-dependent routing varies per call); graph replays as many as last the burst's target."""
+    from aka_graph.tools.evaluator.harness import plausibility
+
+    burst_calls, least = plausibility.burst_calls, plausibility.MIN_PREPARED_REPS
+    assert burst_calls(3_300_000.0, 1, prepared=True) == 1
+    assert burst_calls(plausibility.SELF_BURST_US, 1, prepared=True) == 1
+    assert burst_calls(plausibility.SELF_BURST_US - 1, 1, prepared=True) == least
+    assert burst_calls(26_000.0, 1, prepared=True) == least
+    assert burst_calls(26_000.0, 1, prepared=False) == 1
+    assert burst_calls(5.0, 1, prepared=False) == burst_calls(5.0, 1, prepared=True) == MAX_REPS
+    monkeypatch.setattr(plausibility, "SELF_BURST_US", 30_000.0)  # the rule at a scale a test can sleep
+    slow = SleepingWorker(true_us=40_000.0)  # honest
+    rt = round_trip_ns(slow) or (0, None)
+    assert check(slow, 0, 40_000.0, 1, rt, EVENT_TOLERANCE, prepared=True) is None
+    assert slow.bursts == [1, 1]  # the calls, then the perturbations alone
+    faked = SleepingWorker(true_us=100_000.0)  # 100 ms of work reported as 2.5x faster: still caught
+    found = check(faked, 0, 40_000.0, 1, rt, EVENT_TOLERANCE, prepared=True)
+    assert found is not None and found[0] == "REWARD_HACK"
+    assert set(faked.bursts) == {1}
 
 
 def test_a_worker_reporting_a_faked_latency_is_a_reward_hack() -> None:
