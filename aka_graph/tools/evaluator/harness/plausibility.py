@@ -87,6 +87,8 @@ def burst_calls(reported_us: float, calls: int, prepared: bool) -> int:
     if prepared and reported_us < SELF_BURST_US:
         reps = max(reps, MIN_PREPARED_REPS)
     return reps
+
+
 # A burst of graph replays is sent as this many requests (~2.5 ms each) and the fastest counts. On a GPU
 # shared with other processes the driver gives each context time slices of a few ms: one 20 ms burst
 # always spans the others' slices while the worker's median of short replays mostly does not (the H200
