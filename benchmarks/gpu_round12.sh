@@ -8,12 +8,14 @@
 #   with the GPU to themselves, each held to 60 s; then the speed table again (w.between_steps and
 #   request.checks now in it).
 #   bash benchmarks/gpu_round12.sh crowded  every cheat, class fixture and red-team candidate at once on one
-#   GPU, then the honest controls with the GPU to themselves.
+#   GPU, then round 12's false-alarm fixtures and honest candidates on CUDA.
+#   bash benchmarks/gpu_round12.sh alone    the speed table again (the /proc walk), the slow-loop fixture
+#   (one-call bursts for calls of a second), the honest controls with the GPU to themselves.
 # Output: $OUT/round12_<call>.tgz (every log, junit XML and raw JSON) and the combined log on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 ROUND=round12
-CALL=${1:?check, heavy or crowded}
+CALL=${1:?check, heavy, crowded or alone}
 source benchmarks/gpu_steps.sh
 
 case $CALL in
@@ -30,11 +32,19 @@ heavy)  # the heavy problems alone (a wall-time bound), then the speed table wit
   run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 1 --skip-cli --warm \
       --out "$WORK/speed"
   ;;
-crowded)
+crowded)  # every verdict at once on one GPU, then this round's false-alarm fixtures and red team on CUDA
   verdicts_in_parallel "not largest_moe"
-  honest_alone 150
+  run round12 200 "${PYT[@]}" -n 4 --tb=short tests/gpu/test_real_benchmark_round12_gpu.py \
+      --junitxml "$WORK/round12.xml"
   ;;
-*) echo "unknown call $CALL (check, heavy, crowded)"; exit 2 ;;
+alone)  # the speed table after the /proc walk, the slow-loop fixture, the honest controls alone
+  run speed 200 python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --skip-cli --warm \
+      --out "$WORK/speed"
+  run slow_loop 150 "${PYT[@]}" -s --tb=short tests/gpu/test_real_benchmark_round11_gpu.py -k slow_loop \
+      --junitxml "$WORK/slow_loop.xml"
+  honest_alone 180
+  ;;
+*) echo "unknown call $CALL (check, heavy, crowded, alone)"; exit 2 ;;
 esac
 say "done"
 for f in "$WORK"/*.log; do echo "==== $(basename "$f")"; tail -40 "$f"; done
