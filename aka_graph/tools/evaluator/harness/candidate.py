@@ -22,6 +22,7 @@ from .languages.solution import CPP_LANGUAGES, SolutionSpec, SpecError, read_sol
 from .languages.toolchain import PYTHON_FRAMEWORK_MODULES, require_python_framework
 from .modules import load_file_module
 from .opmodel import OperatorError
+from .runner import interpreted_autotune
 
 __all__ = [
     "CPP_LANGUAGES",
@@ -123,6 +124,8 @@ def import_candidate(
     target = getattr(module, spec.symbol, None)
     if target is None:
         raise CompileError(f"{spec.entry_file} defines no {spec.symbol!r} (the entry point)")
+    if device_type == "cpu":
+        interpreted_autotune()
     dps = spec.destination_passing
     if spec.symbol != "Model" and getattr(module, "DESTINATION_PASSING_STYLE", None) is False:
         dps = False

@@ -13,7 +13,7 @@ from .inputs import InputFactory, output_shapes
 from .memory import release
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
-from .runner import KernelRunner, digest
+from .runner import KernelRunner, digest, interpreted_autotune
 from .speed_of_light import FlopCounter
 from .timing import host_reference_timing
 
@@ -53,6 +53,8 @@ class Reference:
         if device.type == "cpu":  # a Triton reference (SOL allows one) runs interpreted, as the worker does
             os.environ.setdefault("TRITON_INTERPRET", "1")
         self.module = load_reference(op)
+        if device.type == "cpu":
+            interpreted_autotune()
         self.factory = InputFactory(op, device, self.module, load_input_module(op))
         self.models: dict[int, Any] = {}
         self.benches: dict[int, Bench] = {}

@@ -1,0 +1,39 @@
+"""On a CUDA GPU, round twelve's fixtures (tests/tools/evaluator/harness/test_real_benchmark_round12.py)
+each PASS with their own reference, and the honest candidates written differently PASS too (among them
+a side CUDA stream, a CUDA-graph replay, TF32 switches and Triton kernels compiled for the GPU, which on
+CPU only ran their fallbacks or the interpreter). The fixtures still refused on CPU are refused here too
+(xfail, strict; the reasons are in that module's docstring).
+
+Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_round12_gpu.py -v -s"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
+from tests.tools.evaluator.harness.test_real_benchmark_round12 import honest_cases, own_reference_cases
+
+pytestmark = pytest.mark.gpu
+
+
+@pytest.mark.parametrize("name", own_reference_cases())
+def test_each_round_twelve_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:
+    t0 = time.perf_counter()
+    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), device="cuda")
+    print(f"{name}: {res['status']} in {time.perf_counter() - t0:.1f} s; phases {res.get('phases_s')}")
+    assert code == 0 and res["status"] == "PASS", res["message"]
+    assert res["authoritative"] and all(w["status"] == "PASS" for w in res["workloads"])
+
+
+@pytest.mark.parametrize(("name", "candidate"), honest_cases())
+def test_each_honest_round_twelve_candidate_passes_on_cuda(tmp_path: Path, name: str, candidate: str) -> None:
+    source = (CANDIDATES / candidate / "kernel.py").read_text()
+    code, res = evaluate(tmp_path, FIXTURES / name, source, device="cuda")
+    for w in res["workloads"]:
+        lat, ref = w.get("latency_us"), w.get("reference_latency_us")
+        print(f"  {candidate} {w['id'][:20]} {w['status']} latency {lat} us, reference {ref} us")
+    assert code == 0 and res["status"] == "PASS", res["message"]
