@@ -1,18 +1,20 @@
 """Round twelve's false-alarm hunt (a helper who had not written the evaluator, SOL-ExecBench's format
-documentation and its driver's source in hand): 27 operators in the style of real L1/L2 problems
+documentation and its driver's source in hand): 30 operators in the style of real L1/L2 problems
 (convolutions with groups/dilation/channels_last, transposed and 3-d convolutions, GQA causal SDPA under
 sdpa_kernel, a boolean key-padding mask, autocast, einsum with an ellipsis and scans, stable sorts with
-ties, bucketize/searchsorted, a torch.return_types structseq return, affine layer/group norms, dataclass
-and enum helpers, torch.jit.script and torch.library.custom_op in the reference, a reference that seeds
-its own RNG, .tolist() over ragged lengths, odd descriptions and unknown workload keys, +-inf in fp16 and
-bf16 outputs, 0-d tensor inputs with int8/int16/bool outputs, inputs named self/out/device/dtype,
-deterministic-algorithm switches, warnings and a deprecated context manager, expression axes using every
-operator the format allows, random int32/int16 bit manipulation, Cholesky solves, a Triton reference
-under @triton.autotune), each with its own reference as the candidate, and 15 honest candidates written
-differently (Triton, autotuned Triton, Triton found by importlib.util.find_spec, torch.compile,
-lru_cache'd masks, module-level workspaces, TF32 switches, contiguous where the reference is
-channels_last, destination-passing where the reference returns a structseq, a side CUDA stream,
-CUDA-graph replay).
+ties, bucketize/searchsorted, a torch.return_types structseq return, affine layer/group norms, dataclass and
+enum helpers, torch.jit.script and torch.library.custom_op in the reference, a reference that seeds its own
+RNG, .tolist() over ragged lengths, odd descriptions and unknown workload keys, +-inf in fp16 and bf16
+outputs, 0-d tensor inputs with int8/int16/bool outputs, inputs named self/out/device/dtype, deterministic-
+algorithm switches, warnings and a deprecated context manager, expression axes using every operator the
+format allows, random int32/int16 bit manipulation, Cholesky solves, a Triton reference under
+@triton.autotune, a dict return with an undeclared entry, references that execute far more FLOPs than the
+operator needs: the diagonal of a full matmul, a one-hot embedding matmul), each with its own reference as
+the candidate, and 19 honest candidates written differently (Triton, autotuned Triton, Triton found by
+importlib.util.find_spec, torch.compile, lru_cache'd masks, module-level workspaces, TF32 switches,
+contiguous where the reference is channels_last, destination-passing where the reference returns a
+structseq, a side CUDA stream, CUDA-graph replay, row dot products and an index_select where the reference
+multiplies matrices, version and platform checks).
 
 What it found refused before this round, PASSing now:
 - r12_triton_autotune_reference and honest12_triton_autotuned_bias_gelu: @triton.autotune under Triton's
@@ -38,6 +40,10 @@ Still refused (xfail, strict; the fix belongs in files this round's helper does 
   `HAS_TRITON = importlib.util.find_spec("triton") is not None`, how FlashInfer and vLLM test for an
   optional package. Fix belongs in policy.py (find_spec with a literal name imports nothing of the
   named package; import_module and spec loading can stay refused).
+- honest12_sys_platform_check: REWARD_HACK "imports 'sys'" for a read of sys.platform (sys.version_info
+  alone PASSes: policy.SAFE_SYS has it, not "platform"; the message names the import, not the member).
+- honest12_importlib_metadata_version: REWARD_HACK "imports 'importlib.metadata'" for
+  importlib.metadata.version("torch"). Both fixes belong in policy.py.
 """
 
 from __future__ import annotations
@@ -91,13 +97,25 @@ HONEST = [
     ("r12_layer_group_norm_affine", "honest12_norms_by_hand"),
     ("r12_layer_group_norm_affine", "honest12_cuda_graph_replay"),
     ("r12_jit_script_helper", "honest12_optional_triton_find_spec"),
+    ("r12_diagonal_of_full_matmul", "honest12_rowwise_dot_bmm"),
+    ("r12_one_hot_embedding_matmul", "honest12_embedding_index_select"),
+    ("r12_odd_description_extra_keys", "honest12_sys_platform_check"),
+    ("r12_odd_description_extra_keys", "honest12_importlib_metadata_version"),
 ]
 FIND_SPEC_XFAIL = (
     "policy.py refuses `import importlib.util` outright, so importlib.util.find_spec('triton'), the usual "
     "optional-dependency check, is REWARD_HACK"
 )
+SYS_PLATFORM_XFAIL = (
+    "policy.py allows sys.version_info but not sys.platform (SAFE_SYS), and says \"imports 'sys'\""
+)
+METADATA_XFAIL = "policy.py refuses importlib.metadata.version('torch'), a read of an installed version"
 # the honest candidates still refused
-STILL_REFUSED_CANDIDATES = {"honest12_optional_triton_find_spec": FIND_SPEC_XFAIL}
+STILL_REFUSED_CANDIDATES = {
+    "honest12_optional_triton_find_spec": FIND_SPEC_XFAIL,
+    "honest12_sys_platform_check": SYS_PLATFORM_XFAIL,
+    "honest12_importlib_metadata_version": METADATA_XFAIL,
+}
 
 
 def own_reference_cases() -> list[object]:
@@ -118,7 +136,7 @@ def honest_cases() -> list[object]:
 
 
 def test_the_round_twelve_fixtures_and_candidates_are_all_here() -> None:
-    assert len(ROUND12) == 27, ROUND12
+    assert len(ROUND12) == 30, ROUND12
     honest12 = sorted(p.name for p in CANDIDATES.glob("honest12_*") if (p / "kernel.py").is_file())
     assert honest12 == sorted(c for _, c in HONEST)
     assert set(STILL_REFUSED) <= set(ROUND12) and set(STILL_REFUSED_CANDIDATES) <= set(honest12)
