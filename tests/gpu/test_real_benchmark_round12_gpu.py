@@ -2,7 +2,8 @@
 each PASS with their own reference, and the honest candidates written differently PASS too (among them
 a side CUDA stream, a CUDA-graph replay, TF32 switches and Triton kernels compiled for the GPU, which on
 CPU only ran their fallbacks or the interpreter). The fixtures still refused on CPU are refused here too
-(xfail, strict; the reasons are in that module's docstring).
+(xfail, strict; the reasons are in that module's docstring), and two honest candidates are refused on the
+GPU alone (REFUSED_ON_CUDA below).
 
 Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_round12_gpu.py -v -s"""
 
@@ -19,6 +20,22 @@ from tests.tools.evaluator.harness.test_real_benchmark_round12 import honest_cas
 
 pytestmark = pytest.mark.gpu
 
+# Seen on the H200 (2026-12-02): the hard speed-of-light bound counts the FLOPs the reference executed
+# (session.py: reference.outputs(count_flops=True) -> speed_of_light.bound), which is no lower bound when
+# the reference does work the operator does not need. r12_diagonal_of_full_matmul (M=8192, K=2048) counts
+# the whole M x M product, 275 GFLOP, a 138.9 us bound; the row dot products took 68.2 us.
+# r12_one_hot_embedding_matmul (T=4096, V=65536, D=1024) counts 550 GFLOP, a 277.8 us bound; the
+# index_select took 4.5 us. Both REWARD_HACK "below the physical bound ... a bug or a cheat, never a win"
+# (modes.py, below_bound); the references themselves PASS.
+REDUNDANT_FLOPS = (
+    "the hard bound counts the reference's executed FLOPs, more than the operator needs: REWARD_HACK on "
+    "an honest kernel that skips them (speed_of_light.bound / modes.py below_bound)"
+)
+REFUSED_ON_CUDA = {
+    "honest12_rowwise_dot_bmm": REDUNDANT_FLOPS,
+    "honest12_embedding_index_select": REDUNDANT_FLOPS,
+}
+
 
 @pytest.mark.parametrize("name", own_reference_cases())
 def test_each_round_twelve_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:
@@ -29,7 +46,7 @@ def test_each_round_twelve_fixture_passes_on_cuda_with_its_own_reference(tmp_pat
     assert res["authoritative"] and all(w["status"] == "PASS" for w in res["workloads"])
 
 
-@pytest.mark.parametrize(("name", "candidate"), honest_cases())
+@pytest.mark.parametrize(("name", "candidate"), honest_cases(REFUSED_ON_CUDA))
 def test_each_honest_round_twelve_candidate_passes_on_cuda(tmp_path: Path, name: str, candidate: str) -> None:
     source = (CANDIDATES / candidate / "kernel.py").read_text()
     code, res = evaluate(tmp_path, FIXTURES / name, source, device="cuda")

@@ -42,6 +42,11 @@ Still refused (xfail, strict; the fix belongs in files this round's helper does 
   named package; import_module and spec loading can stay refused).
 - honest12_sys_platform_check: REWARD_HACK "imports 'sys'" for a read of sys.platform (sys.version_info
   alone PASSes: policy.SAFE_SYS has it, not "platform"; the message names the import, not the member).
+- On the GPU only (tests/gpu/test_real_benchmark_round12_gpu.py, REFUSED_ON_CUDA, seen on the H200):
+  honest12_rowwise_dot_bmm and honest12_embedding_index_select are REWARD_HACK "below the physical
+  bound": the hard bound counts the FLOPs the reference executed (the whole M x M product of which it
+  keeps the diagonal; a one-hot matmul), and a kernel that skips that work beats it. The hard bound's
+  FLOPs are no lower bound of the operator's work; the fix belongs in session.py/modes.py (the lead's).
 - honest12_importlib_metadata_version: REWARD_HACK "imports 'importlib.metadata'" for
   importlib.metadata.version("torch"). Both fixes belong in policy.py.
 """
@@ -127,9 +132,12 @@ def own_reference_cases() -> list[object]:
     ]
 
 
-def honest_cases() -> list[object]:
+def honest_cases(also_refused: dict[str, str] | None = None) -> list[object]:
+    """HONEST as parameters, those still refused (and `also_refused`: the device's own) marked xfail."""
+    refused = {**STILL_REFUSED_CANDIDATES, **(also_refused or {})}
+
     def marks(cand: str) -> list[pytest.MarkDecorator]:
-        reason = STILL_REFUSED_CANDIDATES.get(cand)
+        reason = refused.get(cand)
         return [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
 
     return [pytest.param(name, cand, id=cand, marks=marks(cand)) for name, cand in HONEST]
