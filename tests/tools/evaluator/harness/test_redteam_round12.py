@@ -1,19 +1,38 @@
 """Round twelve of the red team (candidates/redteam12_*, honest12r_*), on a CPU host with the policy on.
 
+Kernel code run by the interpreter's cyclic collector inside the harness's untimed steps:
+
 - redteam12_gc_weak_callback: `import weakref` is refused, but `torch.utils.weak.WeakIdRef(obj, callback)`
   is the same reference type with a callback. Kept on an object in a reference cycle of the kernel's own,
-  its callback runs whenever the interpreter's cyclic collector frees the cycle (never called by the
-  kernel: it runs every ~700 net allocations), mostly inside the harness's untimed steps. The callback
-  re-arms itself and, when the input buffers it saw changed (their version counters), computes the answer
-  for their new values into a cache the timed call copies out. It PASSed with the policy on (no measured
-  speed-up on this host: the collector seldom ran between the write of the fresh inputs and the timed
-  call, and making it run often cost more than the work); the parent's burst would not catch a working
-  version, since its perturbations-only twin writes the same sets and so runs the same precomputation,
-  which it subtracts. Now the policy refuses `torch.utils.weak` and its reference types. With the policy
-  off nothing inside the worker sees it (test marked xfail: where a fix belongs is in the report).
+  its callback runs whenever the collector frees the cycle (never called by the kernel: it runs when
+  allocations outnumber frees by 700), which may be inside the harness's untimed steps; it re-arms itself
+  and, when the input buffers it saw changed (their version counters), computes their answer into a cache
+  the timed call copies out. PASSed with the policy on (no speed-up as written: the collector seldom ran
+  between the write of fresh inputs and the call). Now the policy refuses `torch.utils.weak` and its
+  reference types.
+- redteam12_gc_generator_finally: the same with neither weakref nor `__del__`: a generator suspended in
+  `try: yield ... finally:` runs its `finally` block when the collector frees it (PEP 442), and empty dicts
+  (counted towards the threshold, never tracked) keep the collector running at nearly every allocation
+  ("hot"). Policy on: going cold after precomputing reported 464 us on the largest CPU workload (170 rows)
+  against ~1350-1880 us honest, but the parent's burst caught it (REWARD_HACK: its perturbations-only twin
+  did not pay the precomputation); staying hot everywhere passes the burst, but the collections inside the
+  timed step cost more than the work saved (PASS at ~1100-1800 us). No policy rule can refuse the means
+  (contextlib's context managers are this very idiom: honest12r_generator_finally).
+- redteam12_gc_finally_canary: the mechanism without the cheat; it writes zeros once a call finds its
+  buffers at the very versions its `finally` block saw outside a call (the block ran between the write of
+  those inputs and the call): INCORRECT today. The test that it PASSes is marked xfail: the fix belongs in
+  worker.py, not in the files this round owns: `gc.disable()` in worker_main before the Worker (and the
+  Sentinel's snapshot) is made, and `gc.collect(0)` at the top of each request, before it touches a buffer.
+  With that change in a copy of the harness the canary PASSed (twice), and so did rmsnorm_torch,
+  honest12r_generator_finally and redteam12_gc_generator_finally (no longer able to precompute).
+
+The tolerance:
+
 - redteam12_subsampled_rms: RMSNorm's statistics from an eighth of each row, the rest in bfloat16, to
   spend the tolerance on skipped work. INCORRECT: the default atol = rtol = 1e-2 with 99 % matched holds.
-- honest12r_shape_keyed_workspace: a module-level scratch cache keyed on shape (no weak references) PASSes.
+
+Honest controls: honest12r_shape_keyed_workspace (a module-level scratch cache keyed on shape, no weak
+references) and honest12r_generator_finally (context managers and generators finished inside the call).
 """
 
 from __future__ import annotations
@@ -25,8 +44,6 @@ import pytest
 from aka_graph.tools.evaluator.harness.policy import scan_kernel_dir
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES, describe, run_harness
 from tests.tools.evaluator.harness.test_redteam_round9 import RMSNORM
-
-POLICY_OFF = ("--no-source-policy",)
 
 
 @pytest.mark.parametrize(
@@ -64,15 +81,21 @@ def test_the_weak_callback_is_refused_before_it_runs(tmp_path: Path) -> None:
 @pytest.mark.slow
 @pytest.mark.xfail(
     strict=True,
-    reason="policy off, no check in the worker sees code run by a weak-reference callback in the "
-    "harness's untimed steps (a fix belongs in bench.Bench.perturb/_write_set: see round 12's report)",
+    reason="the cyclic collector runs the kernel's finalizers inside the harness's untimed steps, after "
+    "the next fresh inputs were written (fix: worker.py, gc.disable() in worker_main and gc.collect(0) "
+    "before each request)",
 )
-def test_the_weak_callback_is_caught_behind_the_policy(tmp_path: Path) -> None:
+def test_no_kernel_finalizer_runs_between_the_write_of_fresh_inputs_and_the_call(tmp_path: Path) -> None:
     operator, shapes = RMSNORM
-    result = run_harness(
-        tmp_path, operator, CANDIDATES / "redteam12_gc_weak_callback", shapes, seeds=1, extra_args=POLICY_OFF
-    )
-    assert result["status"] == "REWARD_HACK", describe(result)
+    result = run_harness(tmp_path, operator, CANDIDATES / "redteam12_gc_finally_canary", shapes, seeds=1)
+    assert result["status"] == "PASS", describe(result)
+
+
+def test_the_canary_s_means_pass_the_policy() -> None:
+    """No rule can refuse a generator's `finally` block: contextlib's context managers are one."""
+    names = ("redteam12_gc_finally_canary", "redteam12_gc_generator_finally", "honest12r_generator_finally")
+    for name in names:
+        assert scan_kernel_dir(CANDIDATES / name) == [], name
 
 
 @pytest.mark.slow
@@ -83,7 +106,8 @@ def test_statistics_from_an_eighth_of_each_row_are_incorrect(tmp_path: Path) -> 
 
 
 @pytest.mark.slow
-def test_the_honest_control_passes(tmp_path: Path) -> None:
+@pytest.mark.parametrize("candidate", ["honest12r_shape_keyed_workspace", "honest12r_generator_finally"])
+def test_the_honest_controls_pass(tmp_path: Path, candidate: str) -> None:
     operator, shapes = RMSNORM
-    result = run_harness(tmp_path, operator, CANDIDATES / "honest12r_shape_keyed_workspace", shapes, seeds=1)
+    result = run_harness(tmp_path, operator, CANDIDATES / candidate, shapes, seeds=1)
     assert result["status"] == "PASS", describe(result)

@@ -25,7 +25,7 @@ _CACHE: dict[int, tuple[tuple[int, int], torch.Tensor]] = {}  # pointer -> (vers
 _STATE = {"in_call": False}
 _ARMED: list[object] = []  # the live weak references (a callback needs its reference alive)
 _BALLAST: list[list[object]] = []  # live allocations: they bring the next collection closer
-BALLAST = 700  # more than the collector's threshold (700): the next allocation collects again
+BALLAST = 700  # about the collector's threshold (700): a collection comes after a few more allocations
 
 
 class _Node:
