@@ -1,5 +1,5 @@
 """Round twelve's false-alarm hunt (a helper who had not written the evaluator, SOL-ExecBench's format
-documentation and its driver's source in hand): 30 operators in the style of real L1/L2 problems
+documentation and its driver's source in hand): 31 operators in the style of real L1/L2 problems
 (convolutions with groups/dilation/channels_last, transposed and 3-d convolutions, GQA causal SDPA under
 sdpa_kernel, a boolean key-padding mask, autocast, einsum with an ellipsis and scans, stable sorts with
 ties, bucketize/searchsorted, a torch.return_types structseq return, affine layer/group norms, dataclass and
@@ -8,13 +8,14 @@ RNG, .tolist() over ragged lengths, odd descriptions and unknown workload keys, 
 outputs, 0-d tensor inputs with int8/int16/bool outputs, inputs named self/out/device/dtype, deterministic-
 algorithm switches, warnings and a deprecated context manager, expression axes using every operator the
 format allows, random int32/int16 bit manipulation, Cholesky solves, a Triton reference under
-@triton.autotune, a dict return with an undeclared entry, references that execute far more FLOPs than the
-operator needs: the diagonal of a full matmul, a one-hot embedding matmul), each with its own reference as
-the candidate, and 19 honest candidates written differently (Triton, autotuned Triton, Triton found by
-importlib.util.find_spec, torch.compile, lru_cache'd masks, module-level workspaces, TF32 switches,
-contiguous where the reference is channels_last, destination-passing where the reference returns a
-structseq, a side CUDA stream, CUDA-graph replay, row dot products and an index_select where the reference
-multiplies matrices, version and platform checks).
+@triton.autotune, a dict return with an undeclared entry, a custom generator returning undeclared helper
+tensors, references that execute far more FLOPs than the operator needs: the diagonal of a full matmul, a
+one-hot embedding matmul), each with its own reference as the candidate, and 21 honest candidates written
+differently (Triton, autotuned Triton, Triton found by importlib.util.find_spec, torch.compile, lru_cache'd
+masks, module-level workspaces, TF32 switches, contiguous where the reference is channels_last, destination-
+passing where the reference returns a structseq, a side CUDA stream, CUDA-graph replay, row dot products and
+an index_select where the reference multiplies matrices, version and platform checks,
+torch.compile(mode="reduce-overhead") with and without a clone of its result).
 
 What it found refused before this round, PASSing now:
 - r12_triton_autotune_reference and honest12_triton_autotuned_bias_gelu: @triton.autotune under Triton's
@@ -47,6 +48,12 @@ Still refused (xfail, strict; the fix belongs in files this round's helper does 
   bound": the hard bound counts the FLOPs the reference executed (the whole M x M product of which it
   keeps the diagonal; a one-hot matmul), and a kernel that skips that work beats it. The hard bound's
   FLOPs are no lower bound of the operator's work; the fix belongs in session.py/modes.py (the lead's).
+- On the GPU only: honest12_compile_reduce_overhead_noclone returns torch.compile(mode="reduce-overhead")'s
+  result as torch gives it, CUDA-graph memory that the next call overwrites. RUNTIME_ERROR with a
+  traceback in guards.output_violations: its _span(earlier output) reads the overwritten tensor and torch
+  raises "accessing tensor output of CUDAGraphs that has been overwritten". SOL does not look at earlier
+  outputs; the harness refuses a reused output buffer by design, but the verdict should name that rule
+  (guards.py). The same candidate with .clone() PASSes.
 - honest12_importlib_metadata_version: REWARD_HACK "imports 'importlib.metadata'" for
   importlib.metadata.version("torch"). Both fixes belong in policy.py.
 """
@@ -106,6 +113,8 @@ HONEST = [
     ("r12_one_hot_embedding_matmul", "honest12_embedding_index_select"),
     ("r12_odd_description_extra_keys", "honest12_sys_platform_check"),
     ("r12_odd_description_extra_keys", "honest12_importlib_metadata_version"),
+    ("r12_odd_description_extra_keys", "honest12_compile_reduce_overhead"),
+    ("r12_odd_description_extra_keys", "honest12_compile_reduce_overhead_noclone"),
 ]
 FIND_SPEC_XFAIL = (
     "policy.py refuses `import importlib.util` outright, so importlib.util.find_spec('triton'), the usual "
@@ -144,7 +153,7 @@ def honest_cases(also_refused: dict[str, str] | None = None) -> list[object]:
 
 
 def test_the_round_twelve_fixtures_and_candidates_are_all_here() -> None:
-    assert len(ROUND12) == 30, ROUND12
+    assert len(ROUND12) == 31, ROUND12
     honest12 = sorted(p.name for p in CANDIDATES.glob("honest12_*") if (p / "kernel.py").is_file())
     assert honest12 == sorted(c for _, c in HONEST)
     assert set(STILL_REFUSED) <= set(ROUND12) and set(STILL_REFUSED_CANDIDATES) <= set(honest12)
