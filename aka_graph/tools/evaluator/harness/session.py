@@ -185,7 +185,8 @@ class KernelState:
         """The reply, once /proc says the kernel's process started no process, thread, timer or signal
         handler of its own (read after every reply: on a GPU worker with many descriptors, ~ms)."""
         assert self.worker is not None
-        spawned = self.worker.spawned()  # read from /proc by us: the worker's word is not needed
+        below = self.worker.below()  # read from /proc by us: the worker's word is not needed
+        spawned = self.worker.spawned(below)
         if spawned:
             from .proctree import describe
 
@@ -195,7 +196,7 @@ class KernelState:
                 "fork or spawn: work in another process is work nobody times",
             )
             return None
-        own = self.worker.own_pids()  # one /proc read for both checks below
+        own = self.worker.own_pids(below)  # the same read serves the checks below
         # (a reply that names its violations keeps its own words: "threads left running: ..." and the like)
         started = 0
         if self.host_threads and not reply.get("violations"):

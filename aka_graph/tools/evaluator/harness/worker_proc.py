@@ -264,14 +264,19 @@ class WorkerProcess:
         self.log.close()
         remove_tree(self.build_dir)
 
-    def spawned(self) -> list[Any]:
-        """Every process below the worker (zombies included), read from /proc: honest kernels start
-        none that outlive a call."""
+    def below(self) -> list[Any]:
+        """Every process below the one spawned (the jail's worker among them), read from /proc once for
+        `spawned` and `own_pids` after a reply."""
         from .proctree import descendants
 
+        return [] if self.proc.poll() is not None else descendants(self.pid)
+
+    def spawned(self, below: list[Any] | None = None) -> list[Any]:
+        """Every process below the worker (zombies included), read from /proc: honest kernels start
+        none that outlive a call. `below`: `self.below()`, when already read."""
         if self.proc.poll() is not None:
             return []
-        below = descendants(self.pid)
+        below = self.below() if below is None else below
         if self.isolation == "namespace":  # the jail's `unshare` is the root; its one child is the worker
             below = [p for p in below if p.ppid != self.pid]
         return below
@@ -312,11 +317,13 @@ class WorkerProcess:
             return set()
         return {(pid, tid) for pid in own for tid in thread_ids(pid)}
 
-    def own_pids(self) -> set[int]:
-        """The worker's own processes: the one spawned, and in the jail the worker under `unshare`."""
+    def own_pids(self, below: list[Any] | None = None) -> set[int]:
+        """The worker's own processes: the one spawned, and in the jail the worker under `unshare`.
+        `below`: `self.below()`, when already read."""
         from .proctree import descendants
 
-        return {self.pid} | {p.pid for p in descendants(self.pid) if p.ppid == self.pid}
+        below = descendants(self.pid) if below is None else below
+        return {self.pid} | {p.pid for p in below if p.ppid == self.pid}
 
     def helper_cpu_ns(self) -> int:
         """CPU time spent outside the worker's own process: live helpers below it, and every helper
