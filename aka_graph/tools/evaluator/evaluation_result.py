@@ -38,7 +38,8 @@ class WorkloadResult(BaseModel):
     message: str = ""
     # Extensions (A1, backwards compatible: all optional)
     sol_hard_bound_us: float | None = Field(
-        default=None, description="bound from datasheet peaks; a latency below it is REWARD_HACK"
+        default=None,
+        description="the outputs' bytes at the datasheet bandwidth; a latency below it is REWARD_HACK",
     )
     bytes_moved: int | None = None
     flops: int | None = None

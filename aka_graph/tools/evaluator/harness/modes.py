@@ -263,11 +263,17 @@ def _time_round(
     if sol is not None and below_bound(latency, sol.hard_bound_us):
         verdict.fail(
             "REWARD_HACK",
-            f"measured {latency:.3f} us is below the physical bound "
-            f"{sol.hard_bound_us:.3f} us ({sol.bytes_moved} bytes, {sol.flops} FLOPs on "
-            f"{session.spec.name if session.spec else '?'}): a bug or a cheat, never a win",
+            f"measured {latency:.3f} us is below the physical bound {sol.hard_bound_us:.3f} us (writing "
+            f"its outputs at {session.spec.name if session.spec else '?'}'s datasheet bandwidth): a bug "
+            "or a cheat, never a win",
         )
         return None
+    if sol is not None and below_bound(latency, sol.reference_flops_us):
+        note = (
+            f"faster than the reference's {sol.flops} FLOPs allow at the datasheet peak "
+            f"({sol.reference_flops_us:.3f} us): the operator needs less arithmetic than its reference does"
+        )
+        verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     return latency
 
 

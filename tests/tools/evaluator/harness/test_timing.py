@@ -188,7 +188,8 @@ def test_compute_bound_workloads_use_the_flop_peak() -> None:
     flops = 10**12  # 1 TFLOP over 1 MB: compute-bound
     sol = bound(spec, 10**6, flops, "bf16")
     assert sol.bound_us == pytest.approx(20_000.0)  # 1e12 / 50e12 s at the measured bf16 rate
-    assert sol.hard_bound_us == pytest.approx(2_500.0)  # at the fastest datasheet math (fp8 400)
+    assert sol.reference_flops_us == pytest.approx(2_500.0)  # at the fastest datasheet math (fp8 400)
+    assert sol.hard_bound_us == pytest.approx(1.0)  # the bytes alone: FLOPs are no lower bound (below)
     memory = bound(spec, 10**9, 10**6, "bf16")  # 1 GB, 1 MFLOP: memory-bound
     assert memory.bound_us == pytest.approx(2_000.0) and memory.hard_bound_us == pytest.approx(1_000.0)
 
@@ -213,7 +214,7 @@ def test_flops_are_counted_on_the_reference_and_dtype_class_follows_inputs() -> 
 def test_the_hard_bound_counts_only_bytes_that_must_be_written() -> None:
     """An MoE layer reads only its routed experts: 12.9 GB of expert banks with 0.4 GB routed ran in
     247 us on the H200 with its own reference, below an in+out bound of 2.7 ms. The hard bound is the
-    output bytes (and the executed FLOPs); utilization still counts every byte."""
+    output bytes alone; utilization still counts every byte (and the executed FLOPs)."""
     spec = GpuSpec("Test", "sm_0", "nvidia", (), 1.0 * TB, {"bf16": 100.0}, 1 << 20)
     inputs, outputs = 12_885_032_960, 4_194_304
     sol = bound(spec, inputs + outputs, 0, "bf16", outputs)
@@ -222,7 +223,23 @@ def test_the_hard_bound_counts_only_bytes_that_must_be_written() -> None:
     assert not below_bound(247.0, sol.hard_bound_us)
     assert below_bound(sol.hard_bound_us * 0.5, sol.hard_bound_us)
     flop_bound = bound(spec, inputs + outputs, 10**15, "bf16", outputs)
-    assert flop_bound.hard_bound_us == pytest.approx(10**15 / (100.0 * 1e12) * 1e6)
+    assert flop_bound.hard_bound_us == pytest.approx(outputs / TB * 1e6)
+    assert flop_bound.reference_flops_us == pytest.approx(10**15 / (100.0 * 1e12) * 1e6)
+
+
+def test_a_kernel_skipping_work_its_reference_does_needlessly_is_not_below_the_hard_bound() -> None:
+    """Round 12 on the H200: a reference that keeps the diagonal of a full M x M product (M=8192, K=2048)
+    executes 275 GFLOP, a 138.9 us FLOP bound; the row dot products it needs took 68.2 us. An embedding
+    written as a one-hot matmul (550 GFLOP, 277.8 us); index_select took 4.5 us. Both were REWARD_HACK."""
+    h200 = GPU_SPECS["H200"]
+    diagonal = bound(h200, 2 * 8192 * 2048 * 2 + 8192 * 4, 2 * 8192 * 8192 * 2048, "bf16", 8192 * 4)
+    assert diagonal.reference_flops_us == pytest.approx(138.9, rel=0.01)
+    assert not below_bound(68.2, diagonal.hard_bound_us)
+    lookup_ = bound(h200, 65536 * 1024 * 2 + 4096 * 8 + 4096 * 1024 * 2, 2 * 4096 * 65536 * 1024, "bf16",
+                    4096 * 1024 * 2)  # fmt: skip
+    assert lookup_.reference_flops_us == pytest.approx(277.8, rel=0.01)
+    assert not below_bound(4.5, lookup_.hard_bound_us)
+    assert below_bound(lookup_.hard_bound_us * 0.5, lookup_.hard_bound_us)  # its outputs still bound it
 
 
 def test_counting_flops_never_imports_torch_dynamo_which_costs_seconds_of_every_cold_start() -> None:
