@@ -16,7 +16,12 @@ import pytest
 
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
-from tests.tools.evaluator.harness.test_real_benchmark_round12 import honest_cases, own_reference_cases
+from tests.tools.evaluator.harness.test_real_benchmark_round12 import (
+    SOLUTION_DIR,
+    evaluate_solution_dir,
+    honest_cases,
+    own_reference_cases,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -61,4 +66,19 @@ def test_each_honest_round_twelve_candidate_passes_on_cuda(tmp_path: Path, name:
     for w in res["workloads"]:
         lat, ref = w.get("latency_us"), w.get("reference_latency_us")
         print(f"  {candidate} {w['id'][:20]} {w['status']} latency {lat} us, reference {ref} us")
+    assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+def test_the_deterministic_reference_without_its_environment_write_passes_on_cuda(tmp_path: Path) -> None:
+    """use_deterministic_algorithms(True) in the reference and in the candidate, cuBLAS matmuls on both
+    sides: PASS on the H200 (2026-12-02), the harness's own CUDA work unhurt by the deterministic mode."""
+    name = "r12_deterministic_switches_reference"
+    line = 'os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")\n'
+    source = reference_candidate(FIXTURES / name, (line, ""))
+    code, res = evaluate(tmp_path, FIXTURES / name, source, device="cuda")
+    assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+def test_a_sol_solution_with_its_entry_point_in_a_subfolder_passes_on_cuda() -> None:
+    code, res = evaluate_solution_dir(FIXTURES / "r12_jit_script_helper", SOLUTION_DIR, device="cuda")
     assert code == 0 and res["status"] == "PASS", res["message"]

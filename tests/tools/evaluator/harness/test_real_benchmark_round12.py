@@ -15,7 +15,8 @@ differently (Triton, autotuned Triton, Triton found by importlib.util.find_spec,
 masks, module-level workspaces, TF32 switches, contiguous where the reference is channels_last, destination-
 passing where the reference returns a structseq, a side CUDA stream, CUDA-graph replay, row dot products and
 an index_select where the reference multiplies matrices, version and platform checks,
-torch.compile(mode="reduce-overhead") with and without a clone of its result).
+torch.compile(mode="reduce-overhead") with and without a clone of its result), and a SOL solution.json whose
+entry point sits in a sub-folder beside a module it imports relatively.
 
 What it found refused before this round, PASSing now:
 - r12_triton_autotune_reference and honest12_triton_autotuned_bias_gelu: @triton.autotune under Triton's
@@ -212,6 +213,44 @@ def test_the_deterministic_reference_without_its_environment_write_passes(tmp_pa
     name = "r12_deterministic_switches_reference"
     line = 'os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")\n'
     code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name, (line, "")))
+    assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+def evaluate_solution_dir(op_dir: Path, solution_dir: Path, device: str = "cpu") -> tuple[int, dict]:
+    """`python -m aka_graph evaluate OP SOLUTION_DIR --json`: a SOL solution.json directory as given."""
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "aka_graph",
+            "evaluate",
+            str(op_dir),
+            str(solution_dir),
+            "--device",
+            device,
+            "--json",
+        ],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    start = proc.stdout.find("{")
+    assert start >= 0, f"exit {proc.returncode}, no JSON: {proc.stderr[-2000:]}"
+    return proc.returncode, json.loads(proc.stdout[start:])
+
+
+SOLUTION_DIR = CANDIDATES / "honest12_solution_json_subfolder"
+
+
+@pytest.mark.slow
+def test_a_sol_solution_with_its_entry_point_in_a_subfolder_passes() -> None:
+    """solution.json as SOL's docs write one: languages ["triton"], target_hardware, dependency
+    specifiers, entry point src/gelu_kernels.py::bias_gelu_forward (destination-passing), and a sibling
+    module it imports relatively (no __init__.py)."""
+    spec = json.loads((SOLUTION_DIR / "solution.json").read_text())["spec"]
+    assert spec["entry_point"].startswith("src/") and spec["destination_passing_style"] is True
+    code, res = evaluate_solution_dir(FIXTURES / "r12_jit_script_helper", SOLUTION_DIR)
     assert code == 0 and res["status"] == "PASS", res["message"]
 
 
