@@ -19,6 +19,7 @@ from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, 
 from tests.tools.evaluator.harness.test_real_benchmark_round12 import (
     SOLUTION_DIR,
     evaluate_solution_dir,
+    fixture,
     honest_cases,
     own_reference_cases,
 )
@@ -53,7 +54,7 @@ REFUSED_ON_CUDA = {
 @pytest.mark.parametrize("name", own_reference_cases())
 def test_each_round_twelve_fixture_passes_on_cuda_with_its_own_reference(tmp_path: Path, name: str) -> None:
     t0 = time.perf_counter()
-    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name), device="cuda")
+    code, res = evaluate(tmp_path, fixture(name), reference_candidate(fixture(name)), device="cuda")
     print(f"{name}: {res['status']} in {time.perf_counter() - t0:.1f} s; phases {res.get('phases_s')}")
     assert code == 0 and res["status"] == "PASS", res["message"]
     assert res["authoritative"] and all(w["status"] == "PASS" for w in res["workloads"])

@@ -182,6 +182,12 @@ def fp4x2_values(t: torch.Tensor) -> torch.Tensor:
     return levels[codes & 7] * torch.where(codes >= 8, -1.0, 1.0)
 
 
+class GeneratorFailed(RuntimeError):
+    """The operator's custom_inputs_entrypoint raised: the operator's code, not the harness's nor the
+    candidate's (SOL's driver reports it as gen_inputs failing). Running out of memory stays the
+    environment's and is not wrapped."""
+
+
 @dataclass(frozen=True)
 class Mixed:
     """A mixed seed's input that was written into the earlier seed's tensor as it was drawn."""
@@ -398,7 +404,15 @@ class InputFactory:
         }
         # torch's, Python's and numpy's generators: a generator may draw from any (SOL seeds all three)
         with all_seeded(seed, self.device):  # a private generator state: never a capture's (see rng.py)
-            out = fn({**wl.axes, **scalars}, self.device)
+            try:
+                out = fn({**wl.axes, **scalars}, self.device)
+            except (torch.OutOfMemoryError, MemoryError, OperatorError):
+                raise
+            except Exception as exc:
+                raise GeneratorFailed(
+                    f"the operator's custom_inputs_entrypoint {name} raised on {self.device.type} (workload "
+                    f"{wl.id}): {type(exc).__name__}: {str(exc)[:500]}"
+                ) from exc
         if not isinstance(out, dict):
             raise OperatorError(
                 f"{where} must return a dict of input name -> tensor, not {type(out).__name__}"

@@ -9,7 +9,7 @@ from typing import Any
 import torch
 
 from .bench import Bench, park_large
-from .inputs import InputFactory, output_shapes
+from .inputs import GeneratorFailed, InputFactory, output_shapes
 from .memory import release
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
@@ -76,7 +76,12 @@ class Reference:
         return _ReferenceRunner(workload, self.models[idx], False, [], self.device)
 
     def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
-        return self.factory.make(self.op.workloads[idx], seed, scale, mix)
+        try:
+            return self.factory.make(self.op.workloads[idx], seed, scale, mix)
+        except GeneratorFailed as exc:  # said as the operator's, as a raising reference is
+            raise ReferenceFailed(
+                f"{exc}; it cannot be evaluated on this device: fix its generator, or evaluate where it runs"
+            ) from exc
 
     def outputs(
         self, idx: int, inputs: list[Any], count_flops: bool = False, rng_seed: int | None = None

@@ -1,5 +1,5 @@
 """Round twelve's false-alarm hunt (a helper who had not written the evaluator, SOL-ExecBench's format
-documentation and its driver's source in hand): 31 operators in the style of real L1/L2 problems
+documentation and its driver's source in hand): 34 operators in the style of real L1/L2 problems
 (convolutions with groups/dilation/channels_last, transposed and 3-d convolutions, GQA causal SDPA under
 sdpa_kernel, a boolean key-padding mask, autocast, einsum with an ellipsis and scans, stable sorts with
 ties, bucketize/searchsorted, a torch.return_types structseq return, affine layer/group norms, dataclass and
@@ -26,14 +26,20 @@ What it found refused before this round, PASSing now:
   configuration equal (the first is kept); it is called after the reference is loaded (trusted.py) and
   after the candidate is imported (candidate.import_candidate), on CPU only.
 
+Said more plainly this round: a custom_inputs_entrypoint that raises (SOL's driver calls it whatever the
+workload marks) was INFRA_ERROR "harness failure: AssertionError ..." with the harness's traceback; it is
+now said as the operator's generator (inputs.GeneratorFailed, turned into trusted.ReferenceFailed):
+"the operator's custom_inputs_entrypoint NAME raised on cpu (workload W): ...".
+
 Still refused (xfail, strict; the fix belongs in files this round's helper does not own):
-- r12_python_helpers_dataclass_enum: INFRA_ERROR "harness failure: AttributeError: 'NoneType' object
-  has no attribute '__dict__'" while loading the reference. modules.load_reference compiles the source
-  with compile(..., "exec") from a module that has `from __future__ import annotations`, and compile()
-  inherits the caller's future flags: every annotation in the reference becomes a string, and
-  @dataclass then looks the class's module up in sys.modules (dataclasses._is_type), where
-  "sol_reference" is not. SOL's driver imports the reference from a file (no inherited flags), so it
-  loads there. Fix: compile(op.reference_source, where, "exec", dont_inherit=True).
+- r12_python_helpers_dataclass_enum (kept in tests/fixtures/sol_pending: test_real_benchmark_classes loads
+  every fixture of tests/fixtures/sol in-process): INFRA_ERROR "harness failure: AttributeError: 'NoneType'
+  object has no attribute '__dict__'" while loading the reference. modules.load_reference compiles the
+  source with compile(..., "exec") from a module that has `from __future__ import annotations`, and
+  compile() inherits the caller's future flags: every annotation in the reference becomes a string, and
+  @dataclass then looks the class's module up in sys.modules (dataclasses._is_type), where "sol_reference"
+  is not. SOL's driver imports the reference from a file (no inherited flags), so it loads there. Fix:
+  compile(op.reference_source, where, "exec", dont_inherit=True).
 - r12_deterministic_switches_reference with its own reference as the candidate: REWARD_HACK "changes
   os.environ (setdefault)" for `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")`, which
   torch.use_deterministic_algorithms(True) needs before a cuBLAS matmul. The same source without that
@@ -65,6 +71,7 @@ import ast
 import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -78,7 +85,15 @@ from tests.conftest import REPO_ROOT
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
 
-ROUND12 = sorted(p.name for p in FIXTURES.glob("r12_*"))
+# A fixture the harness cannot even load yet lives apart from tests/fixtures/sol, whose every fixture other
+# tests load in-process (test_real_benchmark_classes): move it there once it loads, and drop its xfail.
+PENDING = REPO_ROOT / "tests" / "fixtures" / "sol_pending"
+ROUND12 = sorted(p.name for root in (FIXTURES, PENDING) for p in root.glob("r12_*"))
+
+
+def fixture(name: str) -> Path:
+    return PENDING / name if (PENDING / name).is_dir() else FIXTURES / name
+
 
 DATACLASS_XFAIL = (
     "modules.load_reference compiles the reference inheriting `from __future__ import annotations`: "
@@ -154,7 +169,8 @@ def honest_cases(also_refused: dict[str, str] | None = None) -> list[object]:
 
 
 def test_the_round_twelve_fixtures_and_candidates_are_all_here() -> None:
-    assert len(ROUND12) == 31, ROUND12
+    assert len(ROUND12) == 34, ROUND12
+    assert sorted(p.name for p in PENDING.iterdir()) == ["r12_python_helpers_dataclass_enum"]
     honest12 = sorted(p.name for p in CANDIDATES.glob("honest12_*") if (p / "kernel.py").is_file())
     assert honest12 == sorted(c for _, c in HONEST)
     assert set(STILL_REFUSED) <= set(ROUND12) and set(STILL_REFUSED_CANDIDATES) <= set(honest12)
@@ -164,12 +180,12 @@ def test_the_round_twelve_fixtures_and_candidates_are_all_here() -> None:
 def test_each_fixture_is_in_sol_s_own_format(name: str) -> None:
     """What SOL's pydantic models check (definition.py, workload.py): run()'s parameters are the inputs
     in order, a workload's inputs are all custom or none, tolerances sit in the workload rows."""
-    definition = json.loads((FIXTURES / name / "definition.json").read_text())
+    definition = json.loads((fixture(name) / "definition.json").read_text())
     assert "tolerance" not in definition
     source = definition["reference"]
     run = next(n for n in ast.parse(source).body if isinstance(n, ast.FunctionDef) and n.name == "run")
     assert [a.arg for a in run.args.args] == list(definition["inputs"])
-    for line in (FIXTURES / name / "workload.jsonl").read_text().splitlines():
+    for line in (fixture(name) / "workload.jsonl").read_text().splitlines():
         kinds = {spec["type"] for spec in json.loads(line)["inputs"].values()}
         assert "custom" not in kinds or kinds == {"custom"}, line
 
@@ -177,7 +193,7 @@ def test_each_fixture_is_in_sol_s_own_format(name: str) -> None:
 @pytest.mark.slow
 @pytest.mark.parametrize("name", own_reference_cases())
 def test_each_passes_with_its_own_reference(tmp_path: Path, name: str) -> None:
-    code, res = evaluate(tmp_path, FIXTURES / name, reference_candidate(FIXTURES / name))
+    code, res = evaluate(tmp_path, fixture(name), reference_candidate(fixture(name)))
     assert code == 0 and res["status"] == "PASS", res["message"]
     assert res["workloads"] and all(w["status"] == "PASS" for w in res["workloads"])
 
@@ -191,13 +207,13 @@ def test_an_honest_candidate_written_differently_passes(tmp_path: Path, name: st
 
 @pytest.mark.xfail(strict=True, reason=DATACLASS_XFAIL)
 def test_a_reference_defining_a_dataclass_loads() -> None:
-    module = load_reference(load_operator(FIXTURES / "r12_python_helpers_dataclass_enum"))
+    module = load_reference(load_operator(fixture("r12_python_helpers_dataclass_enum")))
     assert module.CFG.gain == pytest.approx(0.5 * 2**0.5)
 
 
 def test_the_dataclass_reference_loads_as_sol_s_driver_loads_it(tmp_path: Path) -> None:
     """The control for the xfail above: imported from a file, as SOL's eval_driver does, it loads."""
-    source = json.loads((FIXTURES / "r12_python_helpers_dataclass_enum" / "definition.json").read_text())
+    source = json.loads((fixture("r12_python_helpers_dataclass_enum") / "definition.json").read_text())
     path = tmp_path / "_reference.py"
     path.write_text(source["reference"])
     spec = importlib.util.spec_from_file_location("_reference", path)
@@ -252,6 +268,23 @@ def test_a_sol_solution_with_its_entry_point_in_a_subfolder_passes() -> None:
     assert spec["entry_point"].startswith("src/") and spec["destination_passing_style"] is True
     code, res = evaluate_solution_dir(FIXTURES / "r12_jit_script_helper", SOLUTION_DIR)
     assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+@pytest.mark.slow
+def test_a_custom_generator_that_raises_is_said_to_be_the_operator_s(tmp_path: Path) -> None:
+    op = tmp_path / "op"
+    shutil.copytree(FIXTURES / "r12_null_descriptions_chained_exprs", op)
+    definition = json.loads((op / "definition.json").read_text())
+    broken = '    raise ValueError("generator broken on purpose")\n'
+    definition["reference"] = definition["reference"].replace("    return {}\n", broken, 1)
+    assert broken in definition["reference"]
+    (op / "definition.json").write_text(json.dumps(definition))
+    code, res = evaluate(tmp_path, op, reference_candidate(FIXTURES / "r12_null_descriptions_chained_exprs"))
+    assert code == 1 and res["status"] == "INFRA_ERROR", res["message"]
+    assert res["message"].startswith(
+        "the operator's custom_inputs_entrypoint unused_generator raised on cpu (workload nd-t"
+    ), res["message"]
+    assert "generator broken on purpose" in res["message"] and "harness failure" not in res["message"]
 
 
 AUTOTUNED = """
