@@ -12,6 +12,7 @@ their compact base is ever written.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import itertools
 import math
@@ -380,7 +381,11 @@ class Bench:
         """Between timed calls (untimed), before the harness touches the buffers: a torch mode the candidate
         left active during a call and exits before the round's last check, a gc callback, a kernel
         registered for the aten ops the harness is about to run (guards.Sentinel.between_steps) would
-        each see the harness's reads and writes here (its deferred work done outside the clock)."""
+        each see the harness's reads and writes here (its deferred work done outside the clock).
+        First the youngest garbage is collected (the worker's collector is off, worker.py): the cycles a
+        call left are freed call by call, and their finalizers run here, before this step writes the
+        next inputs, never between that write and the call."""
+        gc.collect(0)
         for found in between_steps_violations() if everything else modes_violation():
             if found not in self.violations:
                 self.violations.append(found)

@@ -118,13 +118,16 @@ def test_work_the_harness_would_run_for_the_kernel_is_caught_behind_the_policy(
 @pytest.mark.slow
 def test_the_garbage_collector_as_a_scheduler_gains_nothing(tmp_path: Path) -> None:
     """The near miss: no banned name, no hook, only a generator's `finally` the collector runs; stepping
-    the work between harness allocations costs more than the call it saves."""
+    the work between harness allocations cost more than the call it saved. Since round 12 the worker's
+    collector runs only between the harness's steps (worker.py), never at an allocation: the stepper's
+    first step waits for a collection that never comes, and the kernel runs out of memory waiting."""
     operator, shapes = SWIGLU
     result = run_harness(tmp_path, operator, CANDIDATES / "redteam9_gc_stepper_native", shapes, seeds=1)
     rows = result["workloads"]
-    assert result["status"] in {"REWARD_HACK", "INCORRECT"} or all(
+    assert result["status"] in {"REWARD_HACK", "INCORRECT", "RUNTIME_ERROR", "TIMEOUT"} or all(
         w["latency_us"] > w["reference_latency_us"] for w in rows
     ), describe(result)
+    assert result["status"] != "PASS" or all(w["latency_us"] is not None for w in rows)
 
 
 @pytest.mark.slow
