@@ -2,7 +2,7 @@
 each PASS with their own reference, and the honest candidates written differently PASS too (among them
 a side CUDA stream, a CUDA-graph replay, TF32 switches and Triton kernels compiled for the GPU, which on
 CPU only ran their fallbacks or the interpreter). The fixtures still refused on CPU are refused here too
-(xfail, strict; the reasons are in that module's docstring), and three honest candidates are refused on the
+(xfail, strict; the reasons are in that module's docstring), and one honest candidate is refused on the
 GPU alone (REFUSED_ON_CUDA below).
 
 Run: python3 -m pytest -m gpu tests/gpu/test_real_benchmark_round12_gpu.py -v -s"""
@@ -26,29 +26,17 @@ from tests.tools.evaluator.harness.test_real_benchmark_round12 import (
 
 pytestmark = pytest.mark.gpu
 
-# Seen on the H200 (2026-12-02): the hard speed-of-light bound counts the FLOPs the reference executed
-# (session.py: reference.outputs(count_flops=True) -> speed_of_light.bound), which is no lower bound when
-# the reference does work the operator does not need. r12_diagonal_of_full_matmul (M=8192, K=2048) counts
-# the whole M x M product, 275 GFLOP, a 138.9 us bound; the row dot products took 68.2 us.
-# r12_one_hot_embedding_matmul (T=4096, V=65536, D=1024) counts 550 GFLOP, a 277.8 us bound; the
-# index_select took 4.5 us. Both REWARD_HACK "below the physical bound ... a bug or a cheat, never a win"
-# (modes.py, below_bound); the references themselves PASS.
-REDUNDANT_FLOPS = (
-    "the hard bound counts the reference's executed FLOPs, more than the operator needs: REWARD_HACK on "
-    "an honest kernel that skips them (speed_of_light.bound / modes.py below_bound)"
-)
-# Seen on the H200 (2026-12-02): torch.compile(mode="reduce-overhead")'s result returned uncloned is
-# CUDA-graph memory the next call overwrites; guards.output_violations reads the earlier output's storage,
-# torch raises, and the verdict is RUNTIME_ERROR with the harness's traceback (the cloned twin PASSes).
+# Seen on the H200 (2026-12-02) and fixed after, not re-run there (the session's device time was spent):
+# honest12_rowwise_dot_bmm and honest12_embedding_index_select were REWARD_HACK "below the physical bound"
+# (the bound counted the FLOPs their references execute needlessly: 138.9 us against 68.2 us measured,
+# 277.8 us against 4.5 us); the hard bound is the outputs' bytes alone now (speed_of_light.bound).
+# torch.compile(mode="reduce-overhead")'s result returned uncloned is CUDA-graph memory the next call
+# overwrites: it was RUNTIME_ERROR with the harness's traceback, and is INCORRECT now with the rule and the
+# fix named (guards.earlier_spans). Outputs must outlive the next call; the cloned twin PASSes.
 CUDA_GRAPH_OUTPUT = (
-    "an earlier output that a CUDA-graph replay overwrote raises in guards.output_violations (_span): "
-    "RUNTIME_ERROR with the harness's traceback, not a verdict naming the reused-buffer rule"
+    "its outputs are overwritten by its next call (CUDA-graph memory): INCORRECT, naming the fix (a clone)"
 )
-REFUSED_ON_CUDA = {
-    "honest12_rowwise_dot_bmm": REDUNDANT_FLOPS,
-    "honest12_embedding_index_select": REDUNDANT_FLOPS,
-    "honest12_compile_reduce_overhead_noclone": CUDA_GRAPH_OUTPUT,
-}
+REFUSED_ON_CUDA = {"honest12_compile_reduce_overhead_noclone": CUDA_GRAPH_OUTPUT}
 
 
 @pytest.mark.parametrize("name", own_reference_cases())
@@ -83,3 +71,12 @@ def test_the_deterministic_reference_without_its_environment_write_passes_on_cud
 def test_a_sol_solution_with_its_entry_point_in_a_subfolder_passes_on_cuda() -> None:
     code, res = evaluate_solution_dir(FIXTURES / "r12_jit_script_helper", SOLUTION_DIR, device="cuda")
     assert code == 0 and res["status"] == "PASS", res["message"]
+
+
+def test_outputs_a_cuda_graph_overwrites_are_incorrect_and_the_message_names_the_fix(tmp_path: Path) -> None:
+    """torch.compile(mode='reduce-overhead') returns its graph's static outputs; the next call overwrites
+    them and torch then refuses to read the earlier ones: INCORRECT, saying so (not a harness traceback)."""
+    source = (CANDIDATES / "honest12_compile_reduce_overhead_noclone" / "kernel.py").read_text()
+    _, res = evaluate(tmp_path, FIXTURES / "r12_odd_description_extra_keys", source, device="cuda")
+    assert res["status"] == "INCORRECT", res["message"]
+    assert "overwritten by a later call" in res["message"] and "clone" in res["message"]

@@ -27,6 +27,8 @@ import torch
 from torch.utils._device import DeviceContext
 
 from .faults import FatalHandlers, own_directories
+from .policy import CUBLAS_WORKSPACE
+from .runner import ReturnError
 from .spans import span
 
 RESERVED_PREFIXES = (
@@ -764,7 +766,11 @@ def _library_setting(name: str, before: str | None, now: str | None) -> bool:
     """A reserved variable that torch itself sets the first time an honest kernel compiles with
     torch.compile (seen on the H200, round 4): inductor points TRITON_PTXAS_PATH at the ptxas torch ships,
     where it was unset. Only that exact string counts, naming a regular file (not a link a candidate could
-    retarget: red team, round 4), and only where it was unset; any other change stays a violation."""
+    retarget: red team, round 4), and only where it was unset; any other change stays a violation. Also
+    CUBLAS_WORKSPACE_CONFIG set where it was unset, to a value cuBLAS documents (policy.cublas_setting):
+    torch's deterministic mode asks a kernel for it before a cuBLAS matmul (round 12's hunt)."""
+    if name == CUBLAS_WORKSPACE[0]:
+        return before is None and now in CUBLAS_WORKSPACE[1]
     if name != "TRITON_PTXAS_PATH" or before is not None or now is None:
         return False
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))
@@ -801,6 +807,27 @@ def _span(t: torch.Tensor) -> tuple[int, int]:
     return start, start + max(storage.nbytes(), 1)
 
 
+OVERWRITTEN = (
+    "an earlier call's output can no longer be read: torch reports it overwritten by a later call (a CUDA "
+    "graph's static outputs: torch.compile(mode='reduce-overhead') without a clone). Outputs must be fresh "
+    "memory each call that later calls leave alone; return a clone of the graph's result"
+)
+
+
+def earlier_spans(earlier: list[torch.Tensor]) -> list[tuple[int, int]]:
+    """The memory of earlier calls' outputs. One whose storage torch refuses to hand out (cudagraph trees
+    mark the outputs a replay overwrote) means the kernel's outputs do not outlive its next call: an
+    INCORRECT result (runner.ReturnError) with the fix named, not the harness's traceback (round 12)."""
+    found = []
+    for t in earlier:
+        try:
+            if t.numel():
+                found.append(_span(t))
+        except RuntimeError as exc:
+            raise ReturnError(f"{OVERWRITTEN} ({str(exc).splitlines()[0][:200]})") from None
+    return found
+
+
 def output_violations(
     outputs: list[Any],
     inputs: list[Any],
@@ -814,7 +841,7 @@ def output_violations(
     found = []
     allowed = {int(k): int(v) for k, v in (returned or {}).items()}
     spans = [(i, _span(t)) for i, t in enumerate(inputs) if isinstance(t, torch.Tensor) and t.numel()]
-    old_spans = [_span(t) for t in earlier if t.numel()]
+    old_spans = earlier_spans(earlier)
     for i, out in enumerate(outputs):
         if type(out) in (int, float, bool):  # a Python scalar output (`shape: null`): a value, no memory
             continue

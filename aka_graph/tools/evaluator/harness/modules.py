@@ -65,8 +65,12 @@ def load_reference(op: Operator) -> types.ModuleType:
     # source where inspect finds it: SOL's driver writes a file; linecache holds it here without one
     linecache.cache[where] = (len(op.reference_source), None, op.reference_source.splitlines(True), where)
     module.__file__ = where
+    # compiled as a file of its own is (dont_inherit: not with this module's `from __future__ import
+    # annotations`), and findable by name while it runs: @dataclass looks its class's module up in
+    # sys.modules, and a reference defining one was INFRA_ERROR (round 12)
+    sys.modules[module.__name__] = module
     try:
-        exec(compile(op.reference_source, where, "exec"), module.__dict__)
+        exec(compile(op.reference_source, where, "exec", dont_inherit=True), module.__dict__)
     except SyntaxError as exc:
         raise OperatorError(f"{where}: the reference source does not compile: {exc}") from None
     except ModuleNotFoundError as exc:  # the environment's, not the operator's (INFRA_ERROR)

@@ -232,7 +232,17 @@ def scan_source(
             targets = list(node.targets)
         targets = targets + binding_targets(node)  # `for statistics.median in [f]:` binds an attribute too
         for target in _flatten(targets):
-            if isinstance(target, ast.Subscript) and root(target) in environs:
+            if (
+                isinstance(node, ast.Assign)
+                and isinstance(target, ast.Subscript)
+                and (
+                    root(target) in environs
+                    or (isinstance(target.value, ast.Attribute) and target.value.attr == "environ")
+                )
+                and cublas_setting(target.slice, node.value)
+            ):
+                pass  # os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (cublas_setting)
+            elif isinstance(target, ast.Subscript) and root(target) in environs:
                 flag(node, f"changes os.environ (through {root(target)!r})")
             elif id(target) in settings:
                 pass  # torch.backends.cudnn.benchmark = True: a performance switch of the kernel's own
@@ -262,6 +272,12 @@ def scan_source(
                 or (isinstance(node.func.value, ast.Name) and node.func.value.id in environs)
             )
             and node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__")
+            and not (
+                node.func.attr in ("setdefault", "__setitem__")
+                and len(node.args) == 2
+                and not node.keywords
+                and cublas_setting(node.args[0], node.args[1])
+            )
         ):
             flag(node, f"changes os.environ ({node.func.attr})")
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
@@ -277,6 +293,8 @@ def scan_source(
                 dotted = name.split(".")
                 if dotted[0] in SAFE_MEMBERS and safe_members_only(node, dotted[0], tree, parents, bindings):
                     continue  # `sys.float_info.max`, `types.SimpleNamespace(...)`: nothing to bend
+                if probes_only(node, tree, parents):
+                    continue  # `importlib.util.find_spec("triton") is not None`: an optional dependency
                 if dotted[0] in BANNED_MODULES or any(
                     ".".join(dotted[: i + 1]) in BANNED_DOTTED for i in range(len(dotted))
                 ):
@@ -318,11 +336,87 @@ def scan_source(
     return found
 
 
+def cublas_setting(key: ast.expr, value: ast.expr) -> bool:
+    """`os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"` (or setdefault): what torch's deterministic mode
+    asks for before a cuBLAS matmul, one of the two values cuBLAS documents, in the kernel's own process
+    (guards._library_setting lets the same write by at run time). Any other variable or value is refused."""
+    return (
+        isinstance(key, ast.Constant)
+        and key.value == CUBLAS_WORKSPACE[0]
+        and isinstance(value, ast.Constant)
+        and value.value in CUBLAS_WORKSPACE[1]
+    )
+
+
+CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", frozenset({":4096:8", ":16:8"}))
+
+
 # What a kernel may read from `sys`: numeric limits and platform facts, all read-only values. Anything else
 # (modules, hooks, tracing, frames, the standard streams' buffers and descriptors) keeps `sys` banned.
 SAFE_SYS = frozenset(
-    {"float_info", "int_info", "maxsize", "byteorder", "version_info", "hexversion", "float_repr_style"}
+    {
+        "float_info",
+        "int_info",
+        "maxsize",
+        "byteorder",
+        "version_info",
+        "hexversion",
+        "float_repr_style",
+        "platform",
+    }
 )
+
+# importlib's probes of an optional dependency (round 12's hunt: how FlashInfer and vLLM test for Triton,
+# how a kernel reads torch's version): each called at once with one string literal naming a module no rule
+# bans.
+# find_spec imports a dotted name's parents, so each part is checked; the rest of importlib (import_module,
+# spec loading, entry points, whose load() imports anything) stays banned.
+PROBES = {"importlib.util": "find_spec", "importlib.metadata": "version"}
+
+
+def _probe_call(use: ast.expr, parents: dict[int, ast.AST]) -> bool:
+    """`use(<"name">)`: called at once with one string literal naming no banned module, no keywords."""
+    call = parents.get(id(use))
+    if not (isinstance(call, ast.Call) and call.func is use and len(call.args) == 1 and not call.keywords):
+        return False
+    arg = call.args[0]
+    if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and arg.value):
+        return False
+    parts = arg.value.split(".")
+    return parts[0] not in BANNED_MODULES and not any(
+        ".".join(parts[: i + 1]) in BANNED_DOTTED for i in range(len(parts))
+    )
+
+
+def probes_only(node: ast.Import | ast.ImportFrom, tree: ast.AST, parents: dict[int, ast.AST]) -> bool:
+    """Whether this import of importlib serves PROBES alone: `from importlib.util import find_spec` whose
+    every read is a probe call, or `import importlib.util` (no `as`) whose name `importlib` is read only as
+    `importlib.util.find_spec(...)` / `importlib.metadata.version(...)` probe calls, never bound again."""
+    if isinstance(node, ast.ImportFrom):
+        member = PROBES.get(node.module or "")
+        if node.level or member is None or any(a.name != member for a in node.names):
+            return False
+        bound = {a.asname or a.name for a in node.names}
+        uses = [u for u in ast.walk(tree) if isinstance(u, ast.Name) and u.id in bound]
+        return all(isinstance(u.ctx, ast.Load) and _probe_call(u, parents) for u in uses)
+    if not node.names or any(a.name not in PROBES or a.asname for a in node.names):
+        return False
+    for use in ast.walk(tree):
+        if isinstance(use, ast.Name) and use.id == "importlib":
+            sub = parents.get(id(use))
+            member = parents.get(id(sub))
+            if not (
+                isinstance(use.ctx, ast.Load)
+                and isinstance(sub, ast.Attribute)
+                and isinstance(member, ast.Attribute)
+                and PROBES.get(f"importlib.{sub.attr}") == member.attr
+                and _probe_call(member, parents)
+            ):
+                return False
+        elif isinstance(use, ast.alias) and use not in node.names and _bound_by(use) == "importlib":
+            return False  # another import binds the same name
+    return True
+
 
 # How a member of an otherwise banned module is used where it is allowed: `use` is the `M.member` attribute
 # (or the name `from M import member` bound), read.
@@ -2235,8 +2329,10 @@ def _values_bound(function: ast.AST, name: str) -> list[ast.AST]:
         elif isinstance(node, ast.NamedExpr | ast.withitem | ast.ExceptHandler | ast.Global | ast.Nonlocal):
             bound = getattr(node, "target", None) or getattr(node, "optional_vars", None)
             names = getattr(node, "names", None) or []
-            if (isinstance(bound, ast.Name) and bound.id == name) or name in names or (
-                isinstance(node, ast.ExceptHandler) and node.name == name
+            if (
+                (isinstance(bound, ast.Name) and bound.id == name)
+                or name in names
+                or (isinstance(node, ast.ExceptHandler) and node.name == name)
             ):
                 values.append(function)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef) and node.name == name:

@@ -393,6 +393,27 @@ def test_torch_compile_pointing_triton_at_torchs_own_ptxas_is_not_a_violation(
     assert sentinel.violations() == changed
 
 
+def test_the_cublas_workspace_setting_torchs_deterministic_mode_asks_for_is_not_a_violation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """torch.use_deterministic_algorithms(True) wants CUBLAS_WORKSPACE_CONFIG set before a cuBLAS matmul
+    (round 12's hunt): set where it was unset, to one of cuBLAS's two documented values, it passes; any
+    other value, or a change of a value the worker started with, is a violation."""
+    from aka_graph.tools.evaluator.harness import guards
+
+    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
+    sentinel = guards.Sentinel()
+    changed = ["reserved environment variables changed: CUBLAS_WORKSPACE_CONFIG"]
+    for value in (":4096:8", ":16:8"):
+        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", value)
+        assert [v for v in sentinel.violations() if "environment" in v] == []
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":1:1")
+    assert [v for v in sentinel.violations() if "environment" in v] == changed
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
+    started = guards.Sentinel()  # the worker started with it set: changing it is no deterministic switch
+    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
+    assert [v for v in started.violations() if "environment" in v] == changed
+
 def test_the_worker_switches_tqdms_monitor_off_and_any_monitor_thread_is_flagged() -> None:
     """torch.compile's progress bar started tqdm's monitor thread in an honest kernel (a false alarm on the
     H200); that thread runs hooks a candidate can fill (red team, round 4), so none is let pass: the
@@ -618,3 +639,30 @@ def test_state_torch_keeps_in_a_watched_class_or_module_is_no_finding() -> None:
         graph.default_capture_stream = stream
         torch.cuda._initialized = initialized
     assert seen.changed() == []
+
+
+class _OverwrittenOutput:
+    """Stands in for an output torch's cudagraph trees marked overwritten (CPU builds lack the marker)."""
+
+    def numel(self) -> int:
+        return 4
+
+    def untyped_storage(self) -> Any:
+        raise RuntimeError(
+            "Error: accessing tensor output of CUDAGraphs that has been overwritten by a subsequent run."
+        )
+
+
+def test_an_earlier_output_torch_refuses_to_read_is_an_incorrect_result_naming_the_fix() -> None:
+    """Round 12 on the H200: torch.compile(mode='reduce-overhead') without a clone; the harness read the
+    earlier output's memory for the reuse check and crashed with its own traceback (RUNTIME_ERROR)."""
+    from aka_graph.tools.evaluator.harness.guards import OVERWRITTEN, earlier_spans
+    from aka_graph.tools.evaluator.harness.runner import ReturnError
+
+    fine = torch.ones(4)
+    assert earlier_spans([fine, torch.ones(0)]) == [
+        (fine.untyped_storage().data_ptr(), fine.untyped_storage().data_ptr() + 16)
+    ]
+    with pytest.raises(ReturnError, match="overwritten by a later call") as caught:
+        earlier_spans([fine, _OverwrittenOutput()])  # type: ignore[list-item]
+    assert OVERWRITTEN in str(caught.value) and "CUDAGraphs" in str(caught.value)

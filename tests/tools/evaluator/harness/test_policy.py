@@ -991,6 +991,52 @@ CHEATS |= {
 }
 
 
+# Round 12's false-alarm hunt: an optional dependency probed, torch's version read, the platform read, the
+# cuBLAS setting torch's deterministic mode asks for; beside each, the route it must not open.
+HONEST |= {
+    "importlib.util.find_spec of a literal (FlashInfer's and vLLM's optional-Triton test)": (
+        'import importlib.util\nHAS_TRITON = importlib.util.find_spec("triton") is not None\n'
+    ),
+    "find_spec imported by name, a dotted literal": (
+        'from importlib.util import find_spec\nHAS = find_spec("triton.language") is not None\n'
+    ),
+    "importlib.metadata.version of a literal": (
+        'import importlib.metadata\nTORCH = importlib.metadata.version("torch")\n'
+    ),
+    "sys.platform": 'import sys\nLINUX = sys.platform.startswith("linux")\n',
+    "CUBLAS_WORKSPACE_CONFIG set by setdefault": (
+        'import os\nos.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")\n'
+    ),
+    "CUBLAS_WORKSPACE_CONFIG assigned": 'import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":16:8"\n',
+}
+CHEATS |= {
+    "find_spec of a banned module's child (imports the parent)": (
+        'import importlib.util\nimportlib.util.find_spec("gc.x")\n'
+    ),
+    "find_spec of a name computed at run time": (
+        'import importlib.util\nname = "g" + "c"\nimportlib.util.find_spec(name)\n'
+    ),
+    "import_module beside a probe": (
+        'import importlib.util\nimportlib.util.find_spec("triton")\nimportlib.import_module("gc")\n'
+    ),
+    "a spec loaded beside a probe": (
+        'import importlib.util\ns = importlib.util.find_spec("triton")\nimportlib.util.module_from_spec(s)\n'
+    ),
+    "importlib.util bound to another name": 'import importlib.util as u\nu.find_spec("triton")\n',
+    "importlib itself handed on": (
+        'import importlib.util\nimportlib.util.find_spec("triton")\nx = importlib\n'
+    ),
+    "find_spec handed on": 'from importlib.util import find_spec\nfind_spec("triton")\nprobe = find_spec\n',
+    "entry points (their load() imports anything)": 'from importlib.metadata import entry_points\n',
+    "sys.modules beside sys.platform": 'import sys\nsys.platform\nsys.modules\n',
+    "CUBLAS_WORKSPACE_CONFIG set to a value cuBLAS does not document": (
+        'import os\nos.environ["CUBLAS_WORKSPACE_CONFIG"] = ":1:1"\n'
+    ),
+    "another reserved variable by setdefault": (
+        'import os\nos.environ.setdefault("CUDA_LAUNCH_BLOCKING", "1")\n'
+    ),
+}
+
 # last, after every table above has its entries
 @pytest.mark.parametrize("source", list(HONEST.values()), ids=list(HONEST))
 def test_an_honest_idiom_scans_clean(source: str) -> None:

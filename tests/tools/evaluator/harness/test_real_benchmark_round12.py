@@ -31,38 +31,28 @@ workload marks) was INFRA_ERROR "harness failure: AssertionError ..." with the h
 now said as the operator's generator (inputs.GeneratorFailed, turned into trusted.ReferenceFailed):
 "the operator's custom_inputs_entrypoint NAME raised on cpu (workload W): ...".
 
-Still refused (xfail, strict; the fix belongs in files this round's helper does not own):
-- r12_python_helpers_dataclass_enum (kept in tests/fixtures/sol_pending: test_real_benchmark_classes loads
-  every fixture of tests/fixtures/sol in-process): INFRA_ERROR "harness failure: AttributeError: 'NoneType'
-  object has no attribute '__dict__'" while loading the reference. modules.load_reference compiles the
-  source with compile(..., "exec") from a module that has `from __future__ import annotations`, and
-  compile() inherits the caller's future flags: every annotation in the reference becomes a string, and
-  @dataclass then looks the class's module up in sys.modules (dataclasses._is_type), where "sol_reference"
-  is not. SOL's driver imports the reference from a file (no inherited flags), so it loads there. Fix:
-  compile(op.reference_source, where, "exec", dont_inherit=True).
-- r12_deterministic_switches_reference with its own reference as the candidate: REWARD_HACK "changes
+Fixed by the lead after the hunt:
+- r12_python_helpers_dataclass_enum was INFRA_ERROR "harness failure: AttributeError: 'NoneType' object has
+  no attribute '__dict__'" while loading the reference: modules.load_reference compiled the source
+  inheriting its own `from __future__ import annotations` (every annotation a string), and @dataclass then
+  looked the class's module up in sys.modules (dataclasses._is_type), where "sol_reference" was not. Now
+  compiled with dont_inherit=True and registered in sys.modules while it runs; it PASSes.
+- honest12_sys_platform_check: sys.platform is in policy.SAFE_SYS now (a read-only string, as
+  sys.version_info is).
+- honest12_rowwise_dot_bmm, honest12_embedding_index_select (GPU only): the hard speed-of-light bound is
+  the outputs' bytes alone now (speed_of_light.bound); the reference's FLOPs give a note, not a verdict.
+- honest12_compile_reduce_overhead_noclone (GPU only): INCORRECT now, with the rule and the fix named
+  (guards.earlier_spans), not RUNTIME_ERROR with the harness's traceback; still not a PASS.
+- r12_deterministic_switches_reference (its own reference as the candidate): REWARD_HACK "changes
   os.environ (setdefault)" for `os.environ.setdefault("CUBLAS_WORKSPACE_CONFIG", ":4096:8")`, which
-  torch.use_deterministic_algorithms(True) needs before a cuBLAS matmul. The same source without that
-  line PASSes (the test below says so). Fix belongs in policy.py.
-- honest12_optional_triton_find_spec: REWARD_HACK "imports 'importlib.util'" for
-  `HAS_TRITON = importlib.util.find_spec("triton") is not None`, how FlashInfer and vLLM test for an
-  optional package. Fix belongs in policy.py (find_spec with a literal name imports nothing of the
-  named package; import_module and spec loading can stay refused).
-- honest12_sys_platform_check: REWARD_HACK "imports 'sys'" for a read of sys.platform (sys.version_info
-  alone PASSes: policy.SAFE_SYS has it, not "platform"; the message names the import, not the member).
-- On the GPU only (tests/gpu/test_real_benchmark_round12_gpu.py, REFUSED_ON_CUDA, seen on the H200):
-  honest12_rowwise_dot_bmm and honest12_embedding_index_select are REWARD_HACK "below the physical
-  bound": the hard bound counts the FLOPs the reference executed (the whole M x M product of which it
-  keeps the diagonal; a one-hot matmul), and a kernel that skips that work beats it. The hard bound's
-  FLOPs are no lower bound of the operator's work; the fix belongs in session.py/modes.py (the lead's).
-- On the GPU only: honest12_compile_reduce_overhead_noclone returns torch.compile(mode="reduce-overhead")'s
-  result as torch gives it, CUDA-graph memory that the next call overwrites. RUNTIME_ERROR with a
-  traceback in guards.output_violations: its _span(earlier output) reads the overwritten tensor and torch
-  raises "accessing tensor output of CUDAGraphs that has been overwritten". SOL does not look at earlier
-  outputs; the harness refuses a reused output buffer by design, but the verdict should name that rule
-  (guards.py). The same candidate with .clone() PASSes.
-- honest12_importlib_metadata_version: REWARD_HACK "imports 'importlib.metadata'" for
-  importlib.metadata.version("torch"). Both fixes belong in policy.py.
+  torch.use_deterministic_algorithms(True) needs before a cuBLAS matmul: that key with one of cuBLAS's two
+  documented values is allowed now (policy.cublas_setting; at run time guards._library_setting).
+- honest12_optional_triton_find_spec, honest12_importlib_metadata_version: REWARD_HACK "imports
+  'importlib.util'" / "'importlib.metadata'" for `importlib.util.find_spec("triton") is not None` and
+  `importlib.metadata.version("torch")`: each is allowed now when called at once with one string literal
+  naming no banned module (policy.probes_only); import_module, spec loading and entry points stay refused.
+
+Refused on the GPU alone: see tests/gpu/test_real_benchmark_round12_gpu.py (REFUSED_ON_CUDA).
 """
 
 from __future__ import annotations
@@ -85,29 +75,15 @@ from tests.conftest import REPO_ROOT
 from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
 
-# A fixture the harness cannot even load yet lives apart from tests/fixtures/sol, whose every fixture other
-# tests load in-process (test_real_benchmark_classes): move it there once it loads, and drop its xfail.
-PENDING = REPO_ROOT / "tests" / "fixtures" / "sol_pending"
-ROUND12 = sorted(p.name for root in (FIXTURES, PENDING) for p in root.glob("r12_*"))
+ROUND12 = sorted(p.name for p in FIXTURES.glob("r12_*"))
 
 
 def fixture(name: str) -> Path:
-    return PENDING / name if (PENDING / name).is_dir() else FIXTURES / name
+    return FIXTURES / name
 
 
-DATACLASS_XFAIL = (
-    "modules.load_reference compiles the reference inheriting `from __future__ import annotations`: "
-    "@dataclass then needs the module in sys.modules (fix: compile(..., dont_inherit=True))"
-)
-ENVIRON_XFAIL = (
-    "policy.py refuses os.environ.setdefault('CUBLAS_WORKSPACE_CONFIG', ...) in a kernel, which "
-    "torch.use_deterministic_algorithms needs for cuBLAS"
-)
 # the fixtures whose own reference, given as the candidate, is still refused
-STILL_REFUSED = {
-    "r12_python_helpers_dataclass_enum": DATACLASS_XFAIL,
-    "r12_deterministic_switches_reference": ENVIRON_XFAIL,
-}
+STILL_REFUSED: dict[str, str] = {}
 
 HONEST = [
     ("r12_jit_script_helper", "honest12_triton_bias_gelu"),
@@ -132,20 +108,8 @@ HONEST = [
     ("r12_odd_description_extra_keys", "honest12_compile_reduce_overhead"),
     ("r12_odd_description_extra_keys", "honest12_compile_reduce_overhead_noclone"),
 ]
-FIND_SPEC_XFAIL = (
-    "policy.py refuses `import importlib.util` outright, so importlib.util.find_spec('triton'), the usual "
-    "optional-dependency check, is REWARD_HACK"
-)
-SYS_PLATFORM_XFAIL = (
-    "policy.py allows sys.version_info but not sys.platform (SAFE_SYS), and says \"imports 'sys'\""
-)
-METADATA_XFAIL = "policy.py refuses importlib.metadata.version('torch'), a read of an installed version"
 # the honest candidates still refused
-STILL_REFUSED_CANDIDATES = {
-    "honest12_optional_triton_find_spec": FIND_SPEC_XFAIL,
-    "honest12_sys_platform_check": SYS_PLATFORM_XFAIL,
-    "honest12_importlib_metadata_version": METADATA_XFAIL,
-}
+STILL_REFUSED_CANDIDATES: dict[str, str] = {}
 
 
 def own_reference_cases() -> list[object]:
@@ -170,7 +134,6 @@ def honest_cases(also_refused: dict[str, str] | None = None) -> list[object]:
 
 def test_the_round_twelve_fixtures_and_candidates_are_all_here() -> None:
     assert len(ROUND12) == 34, ROUND12
-    assert sorted(p.name for p in PENDING.iterdir()) == ["r12_python_helpers_dataclass_enum"]
     honest12 = sorted(p.name for p in CANDIDATES.glob("honest12_*") if (p / "kernel.py").is_file())
     assert honest12 == sorted(c for _, c in HONEST)
     assert set(STILL_REFUSED) <= set(ROUND12) and set(STILL_REFUSED_CANDIDATES) <= set(honest12)
@@ -205,14 +168,13 @@ def test_an_honest_candidate_written_differently_passes(tmp_path: Path, name: st
     assert code == 0 and res["status"] == "PASS", res["message"]
 
 
-@pytest.mark.xfail(strict=True, reason=DATACLASS_XFAIL)
 def test_a_reference_defining_a_dataclass_loads() -> None:
     module = load_reference(load_operator(fixture("r12_python_helpers_dataclass_enum")))
     assert module.CFG.gain == pytest.approx(0.5 * 2**0.5)
 
 
 def test_the_dataclass_reference_loads_as_sol_s_driver_loads_it(tmp_path: Path) -> None:
-    """The control for the xfail above: imported from a file, as SOL's eval_driver does, it loads."""
+    """The control for the test above: imported from a file, as SOL's eval_driver does, it loads."""
     source = json.loads((fixture("r12_python_helpers_dataclass_enum") / "definition.json").read_text())
     path = tmp_path / "_reference.py"
     path.write_text(source["reference"])
