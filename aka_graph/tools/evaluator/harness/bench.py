@@ -12,7 +12,6 @@ their compact base is ever written.
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import itertools
 import math
@@ -26,7 +25,7 @@ import torch
 
 from .guards import between_steps_violations, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
-from .memory import SMALL_BYTES, output_bytes, plan_memory, release, spare_bytes
+from .memory import SMALL_BYTES, collect_here, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
 from .runner import KernelRunner, clone_values, writable
 from .spans import span
@@ -385,7 +384,7 @@ class Bench:
         First the youngest garbage is collected (the worker's collector is off, worker.py): the cycles a
         call left are freed call by call, and their finalizers run here, before this step writes the
         next inputs, never between that write and the call."""
-        gc.collect(0)
+        collect_here()
         for found in between_steps_violations() if everything else modes_violation():
             if found not in self.violations:
                 self.violations.append(found)

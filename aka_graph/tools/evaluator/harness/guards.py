@@ -703,13 +703,14 @@ def interpreter_hooks() -> dict[str, Any]:
     (red team round 9: `gc.set_threshold(1, ...)` plus a `gc.callbacks` entry precomputed the answer at
     every harness allocation after it wrote new inputs). Compared by value: their identities (a new
     callbacks list, the same threshold) are what the kernel changes. torch, Triton and torch.compile
-    leave all of them alone."""
+    leave all of them alone. Whether the collector is on is not among them: the worker keeps it off and
+    switches it off again at each of its collection points (memory.collect_here), so a kernel's honest
+    `gc.disable(); ...; gc.enable()` around its setup is undone there, not called tampering."""
     import gc
 
     return {
         "gc.callbacks": list(gc.callbacks),
         "gc.get_threshold()": gc.get_threshold(),
-        "gc.isenabled()": gc.isenabled(),
         "sys.getprofile()": sys.getprofile(),
         "sys.gettrace()": sys.gettrace(),
         "threading.getprofile()": threading.getprofile(),

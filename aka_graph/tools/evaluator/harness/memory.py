@@ -155,6 +155,15 @@ def output_bytes(out_specs: list[tuple[tuple[int, ...], torch.dtype]]) -> int:
     return sum(math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in out_specs)
 
 
+def collect_here(generation: int = 0) -> None:
+    """One of the worker's collection points (worker.py: its cyclic collector is off, so a kernel's
+    garbage and its finalizers are dealt with only where the harness writes nothing the next call reads).
+    The collector is switched off again first: a kernel's own `gc.disable(); ...; gc.enable()` around its
+    setup is honest, and is undone here rather than called tampering."""
+    gc.disable()
+    gc.collect(generation)
+
+
 def release(device: torch.device, threshold: int = SMALL_BYTES, freed: int | None = None) -> None:
     """Hand freed device memory back to the driver when it was large (the other process, parent or
     worker, evaluates the same workload at the same time and sees only what the driver has free; the

@@ -25,7 +25,7 @@ from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, re
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
-from .memory import burst_sets_fit, fresh_sets, output_bytes, plan_memory, release, spare_bytes
+from .memory import burst_sets_fit, collect_here, fresh_sets, output_bytes, plan_memory, release, spare_bytes
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .phases import process_start
@@ -189,7 +189,7 @@ class Worker:
         try:
             shared = msg.get("shared")  # on a host: the parent's own files (sharedinputs.py)
             for n, (seed, scale, mix) in enumerate(msg["seeds"]):
-                gc.collect(0)  # the last call's garbage (and its finalizers) before this seed's draw
+                collect_here()  # the last call's garbage (and its finalizers) before this seed's draw
                 with span("w.inputs"):
                     if shared:
                         inputs = open_inputs(shared[n])
@@ -488,14 +488,14 @@ COLLECT_EVERY = (100, 10)
 def collect_between_requests(served: int) -> int:
     """The generation collected before request number `served` (1-based), after collecting it."""
     generation = 2 if served % COLLECT_EVERY[0] == 0 else 1 if served % COLLECT_EVERY[1] == 0 else 0
-    gc.collect(generation)
+    collect_here(generation)
     return generation
 
 
 def worker_main(
     op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int, bulk_fd: int | None = None
 ) -> int:
-    gc.disable()  # before the sentinel's snapshot (guards.interpreter_hooks compares gc.isenabled())
+    gc.disable()  # and kept off: each collection point switches it off again (memory.collect_here)
     _die_with_parent()
     os.dup2(2, 1)  # candidate prints go to the log, never into the protocol
     sys.stdout = sys.stderr
