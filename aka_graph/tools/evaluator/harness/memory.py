@@ -155,12 +155,23 @@ def output_bytes(out_specs: list[tuple[tuple[int, ...], torch.dtype]]) -> int:
     return sum(math.prod(shape) * torch.empty(0, dtype=dtype).element_size() for shape, dtype in out_specs)
 
 
-def collect_here(generation: int = 0) -> None:
-    """One of the worker's collection points (worker.py: its cyclic collector is off, so a kernel's
-    garbage and its finalizers are dealt with only where the harness writes nothing the next call reads).
-    The collector is switched off again first: a kernel's own `gc.disable(); ...; gc.enable()` around its
-    setup is honest, and is undone here rather than called tampering."""
+_COLLECTOR_KEPT_OFF: list[bool] = []  # set in the worker only (keep_collector_off)
+
+
+def keep_collector_off() -> None:
+    """The worker's cyclic collector off from now on (worker.worker_main, before the Sentinel's snapshot):
+    a kernel's garbage and its finalizers are dealt with only at `collect_here`. The trusted parent keeps
+    its own collector as it is (it times the reference with the same Bench)."""
     gc.disable()
+    _COLLECTOR_KEPT_OFF[:] = [True]
+
+
+def collect_here(generation: int = 0) -> None:
+    """One of the harness's collection points, where it writes nothing the next call reads. In the worker
+    the collector is switched off again first: a kernel's own `gc.disable(); ...; gc.enable()` around its
+    setup is honest, and is undone here rather than called tampering."""
+    if _COLLECTOR_KEPT_OFF:
+        gc.disable()
     gc.collect(generation)
 
 

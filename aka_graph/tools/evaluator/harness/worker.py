@@ -7,7 +7,6 @@ guards, times it, and sends back outputs and measurements. It never sees a refer
 from __future__ import annotations
 
 import contextlib
-import gc
 import os
 import sys
 import time
@@ -25,7 +24,16 @@ from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, re
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
 from .loading import load_operator
-from .memory import burst_sets_fit, collect_here, fresh_sets, output_bytes, plan_memory, release, spare_bytes
+from .memory import (
+    burst_sets_fit,
+    collect_here,
+    fresh_sets,
+    keep_collector_off,
+    output_bytes,
+    plan_memory,
+    release,
+    spare_bytes,
+)
 from .modules import load_input_module, load_reference
 from .opmodel import Operator, OperatorError
 from .phases import process_start
@@ -495,7 +503,7 @@ def collect_between_requests(served: int) -> int:
 def worker_main(
     op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int, bulk_fd: int | None = None
 ) -> int:
-    gc.disable()  # and kept off: each collection point switches it off again (memory.collect_here)
+    keep_collector_off()  # each collection point switches it off again (memory.collect_here)
     _die_with_parent()
     os.dup2(2, 1)  # candidate prints go to the log, never into the protocol
     sys.stdout = sys.stderr

@@ -414,6 +414,7 @@ def test_the_cublas_workspace_setting_torchs_deterministic_mode_asks_for_is_not_
     monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
     assert [v for v in started.violations() if "environment" in v] == changed
 
+
 def test_the_worker_switches_tqdms_monitor_off_and_any_monitor_thread_is_flagged() -> None:
     """torch.compile's progress bar started tqdm's monitor thread in an honest kernel (a false alarm on the
     H200); that thread runs hooks a candidate can fill (red team, round 4), so none is let pass: the
@@ -491,17 +492,20 @@ def test_the_collector_switched_on_by_a_kernel_is_switched_off_at_the_next_colle
     no finalizer runs between the harness's write of fresh inputs and the call."""
     import gc
 
-    from aka_graph.tools.evaluator.harness.memory import collect_here
+    from aka_graph.tools.evaluator.harness import memory
 
-    was = gc.isenabled()
+    was, kept = gc.isenabled(), list(memory._COLLECTOR_KEPT_OFF)
     try:
-        gc.disable()
+        memory.collect_here()
+        assert gc.isenabled() == was  # outside the worker (the parent, this test) the collector is left as is
+        memory.keep_collector_off()
         sentinel = Sentinel()
         gc.enable()
         assert not [f for f in sentinel.violations() if "was changed" in f]
-        collect_here()
+        memory.collect_here()
         assert not gc.isenabled()
     finally:
+        memory._COLLECTOR_KEPT_OFF[:] = kept
         (gc.enable if was else gc.disable)()
 
 

@@ -88,9 +88,13 @@ def test_the_worker_collects_garbage_only_between_requests_in_cpythons_ratios() 
     """Every request collects the youngest generation, every tenth the middle one, every hundredth all:
     cyclic garbage (a Bench and its GraphTimer, holding device memory) is still freed, only never inside
     a step."""
+    import gc
+
     from aka_graph.tools.evaluator.harness.worker import collect_between_requests
 
+    was = gc.isenabled()
     generations = [collect_between_requests(n) for n in range(1, 201)]
+    assert gc.isenabled() == was  # outside the worker the collector is left as it is (memory.collect_here)
     assert generations.count(2) == 2 and generations.count(1) == 18 and generations.count(0) == 180
     assert generations[9] == 1 and generations[99] == 2 and generations[0] == 0
 
