@@ -14,6 +14,7 @@ reference and compare with what the replays left in those copies.
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import Any
 
 from .timing import timed_seed
@@ -53,16 +54,21 @@ def verify_graph_copies(session: Any, ks: Any, idx: int, reply: dict[str, Any], 
     for k, got in zip(chosen, answer["outputs"], strict=True):
         if not got:
             return f"timed copy {k}: no outputs"
-        fresh = session.reference.inputs(idx, timed_seed(pool_seed, k), 1.0)
-        inputs = [f if hasattr(f, "shape") else c for f, c in zip(fresh, scalars, strict=True)]
-        del fresh
+        inputs = copy_inputs(session, idx, timed_seed(pool_seed, k), scalars)
         want = list(session.reference.outputs(idx, inputs)[0])  # all of them (spotcheck.py says why)
         del inputs  # one copy's inputs alive at a time (large workloads)
         probe = type(ks.verdicts[idx])()
-        if not session.judge_outputs(probe, list(got), want, idx, f"timed copy {k}"):
+        again = partial(copy_inputs, session, idx, timed_seed(pool_seed, k), scalars)
+        if not session.judge_outputs(probe, list(got), want, idx, f"timed copy {k}", inputs=again):
             return (
                 f"copy {k} of the {n} rotated copies of the timed CUDA graph (fresh inputs, checked after "
                 f"the timing was reported) is wrong: {probe.message}: the graph skipped or faked work on "
                 "the copies it was timed on"
             )
     return None
+
+
+def copy_inputs(session: Any, idx: int, seed: int, scalars: list[Any]) -> list[Any]:
+    """A timed copy's inputs: fresh tensors drawn from `seed`, Python scalars the capture's (`scalars`)."""
+    fresh = session.reference.inputs(idx, seed, 1.0)
+    return [f if hasattr(f, "shape") else c for f, c in zip(fresh, scalars, strict=True)]

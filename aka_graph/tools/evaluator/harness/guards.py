@@ -27,7 +27,7 @@ import torch
 from torch.utils._device import DeviceContext
 
 from .faults import FatalHandlers, own_directories
-from .policy import CUBLAS_WORKSPACE
+from .library_settings import CUBLAS_WORKSPACE
 from .runner import ReturnError
 from .spans import span
 

@@ -31,7 +31,7 @@ from .proctree import cpu_delta_ns
 from .timing import HOST_REPS, summarize
 
 TAMPER_RATIO = 0.75  # the worker's own reading may be this fraction of the parent's before it is a fake
-SLACK_US = 20.0  # plus the noops' spread: the call step's own cost beyond a noop's (~10-20 us)
+SLACK_US = 15.0  # and at least this far below it: a step's jitter beyond its noop's, measured at < 8 us
 Clock = Callable[[], Any]  # (precise, coarse) CPU ns of the worker's tree, or None
 
 # The steps go over the channel's own pipes as fixed 16-byte frames, not as messages: a message costs the
@@ -58,19 +58,26 @@ def read_exact(fd: int, n: int, timeout_s: float | None) -> bytes | None:
     return data
 
 
-def tampered(own_us: list[float], parent_us: list[float], noop_ns: list[int]) -> str | None:
+def tampered(own_us: list[float], used_ns: list[int], noop_ns: list[int]) -> str | None:
     """The REWARD_HACK message when the worker's own readings of the calls are far below the parent's
-    readings of the same calls, beyond the jitter of the requests' own cost; else None."""
-    if not own_us or not parent_us:
+    readings of the same calls, else None.
+
+    Each call is compared with the noop step just before it (`used_ns[i] - noop_ns[i]`), not with the
+    cheapest noop of the round: a noop's cost drifts by 10-40 us on a busy host, and a slack as wide as
+    that drift hid a kernel that shrank its own reading to half (CI, round 13). Paired, an honest
+    reading differs from the parent's by -8..+3 us (measured under load on 2 cores) and a halved one
+    by half the call."""
+    if not own_us or not used_ns or len(noop_ns) < len(used_ns):
         return None
-    own, parent = statistics.median(own_us), statistics.median(parent_us)
-    slack = (max(noop_ns) - min(noop_ns)) / 1e3 + SLACK_US if noop_ns else SLACK_US
-    if own >= parent * TAMPER_RATIO - slack:
+    parent = statistics.median((u - n) / 1e3 for u, n in zip(used_ns, noop_ns, strict=False))
+    below = statistics.median((u - n) / 1e3 - o for u, n, o in zip(used_ns, noop_ns, own_us, strict=False))
+    if below <= max(SLACK_US, parent * (1 - TAMPER_RATIO)):
         return None
     return (
-        f"the worker reported {own:.3f} us per call, but the harness's own clock times the same calls at "
-        f"{parent:.3f} us per call (the worker's CPU time read from outside it): the reported timing was "
-        "tampered with (patched or edited timing code in the kernel's process)"
+        f"the worker reported {statistics.median(own_us):.3f} us per call, but the harness's own clock times "
+        f"the same calls at {parent:.3f} us per call (the worker's CPU time read from outside it, less the "
+        "step's own cost): the reported timing was tampered with (patched or edited timing code in the "
+        "kernel's process)"
     )
 
 
@@ -146,7 +153,7 @@ def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any
     samples = [max(u - base, 0) / 1e3 for u in used]
     latency, spread = summarize(samples)
     violations = [*first.get("violations", []), *end.get("violations", [])]
-    found = tampered(own, samples, noops)
+    found = tampered(own, used, noops)
     if found:
         violations.append(found)
     return {

@@ -9,11 +9,27 @@ output's RMS (rounding in a sum of large terms can leave a small reference with 
 scale), or by the workload's `max_error_cap` where it states one; a discrete output (a mask, an index)
 misses by whole units, so there only the ratio and the structure judge. No line of the output (a row or
 a column of its [rows, last dim] view) and no window of consecutive elements in memory order (a tail)
-may be mostly mismatched: honest rounding misses are scattered."""
+may be mostly mismatched: honest rounding misses are scattered.
+
+Where the operator itself is ill-conditioned (a near-tie in an argmin that selects a float row: a VQ
+lookup, MoE routing, top-k), an element has no right answer: the caller may pass `alternates`, the
+reference's outputs on inputs nudged slightly one way and the other (neartie.py). Where a nudged line of
+the output moved by more than MOVED_FACTOR tolerances, the line may be judged against it whole, by the
+same rules, and where it jumped by more than a near miss (a tie flipped) its near misses count as matched
+(jumped_lines); everywhere else the reference alone judges (nearest_reference says why each condition is
+there). A kernel gains nothing from it: an alternate is the right answer to inputs it never saw, and it
+counts only where the reference itself is unstable.
+
+What a jumped line is forgiven is the open end (red team round 14, J1): the nudge that flips a bf16
+router's tie shifts the gate of that row too, by up to ~7 tolerances on the seed at twice the scale (22
+on other rows for the same nudge), and a kernel computing its flipped rows on fp8 is off by 2-10. Held
+to its tolerance, an honest MoE kernel failed 1 evaluation in 6; bounded by the nudge's drift on the
+other rows, the fp8 rows still passed in process."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import torch
 
@@ -22,6 +38,10 @@ from .opmodel import Tolerance
 NEAR_MISS_FACTOR = 16.0  # a forgiven element is off by at most this many times its tolerance
 MIN_LINE = 16  # a row/column of at least this many elements, mostly mismatched, is an omission
 RUN_WINDOW = 128  # so is a window of this many consecutive elements, mostly mismatched (a tail, a block)
+# an alternate "moved" where it is this many tolerances from the reference: a tie jumps by a whole value,
+# while a nudge of one bf16 unit moves a stable bf16 output by up to two output units (1.6 %), past an rtol
+# of 1e-2 on large values (the red team's subsampled RMS had 149 such elements judged as near-ties)
+MOVED_FACTOR = 2.0
 LINE_SHARE = 0.5  # "mostly": honest misses at <= 1 % almost never reach half of a line by chance
 
 
@@ -31,17 +51,40 @@ class Verdict:
     max_abs: float | None
     max_rel: float | None
     message: str = ""
+    numeric: bool = False  # failed on the values (not shape, dtype, non-finite): alternates may help
+    matched: float = 1.0  # the share of elements within the tolerance
+    near_ties: int = 0  # elements judged against an alternate reference (the operator is unstable there)
+    moved: bool = False  # some alternate moved some line beyond MOVED_FACTOR tolerances (None did: stable)
+    # the reference each line was judged against (fp32) when alternates were given: the verdict passed
+    # again as `prior` stands for all of them (nearest_reference folds): a caller keeps one verdict
+    nearest: torch.Tensor | None = field(default=None, repr=False)
 
 
-def check_output(name: str, got: torch.Tensor, ref: torch.Tensor, tol: Tolerance) -> Verdict:
+def _as_real(t: torch.Tensor) -> torch.Tensor:
+    """A complex tensor as (real, imaginary) pairs: a cast to float32 would drop the imaginary part."""
+    return torch.view_as_real(t.resolve_conj().to(torch.complex64)) if t.dtype.is_complex else t
+
+
+def check_output(
+    name: str,
+    got: torch.Tensor,
+    ref: torch.Tensor,
+    tol: Tolerance,
+    alternates: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+    width: int | None = None,
+    prior: Verdict | None = None,
+) -> Verdict:
+    """`width`: the length of the lines alternates replace whole (nearest_reference; the output's last
+    dim when None); `prior`: an earlier verdict on the same output and reference, whose alternates count
+    too (its `nearest`)."""
     if tuple(got.shape) != tuple(ref.shape):
         return Verdict(False, None, None, f"{name}: shape {tuple(got.shape)} != expected {tuple(ref.shape)}")
     if got.dtype != ref.dtype:
         return Verdict(False, None, None, f"{name}: dtype {got.dtype} != expected {ref.dtype}")
     if got.numel() == 0:
         return Verdict(True, 0.0, 0.0)
-    if ref.dtype.is_complex:  # as (real, imaginary) pairs: a cast to float32 would drop the imaginary part
-        got, ref = (torch.view_as_real(t.resolve_conj().to(torch.complex64)) for t in (got, ref))
+    discrete = not (ref.dtype.is_floating_point or ref.dtype.is_complex)
+    got, ref = _as_real(got), _as_real(ref)
     a = got.to(device=ref.device, dtype=torch.float32)
     b = ref.to(torch.float32)
     a_fin, b_fin = torch.isfinite(a), torch.isfinite(b)
@@ -66,35 +109,144 @@ def check_output(name: str, got: torch.Tensor, ref: torch.Tensor, tol: Tolerance
         return Verdict(False, None, None, f"{name}: all zeros where the reference is not")
     diff = (a - b).abs()
     diff = torch.where(mask, diff, torch.zeros_like(diff))
+    near_ties, nearest, moved = 0, None, False
+    if alternates:
+        b_own = b
+        start = prior.nearest if prior is not None else None
+        b, diff, near_ties, moved = nearest_reference(
+            a, b, diff, mask, tol, alternates, near=not discrete, width=width, start=start
+        )
+        nearest = b
     bound = tol.atol + tol.rtol * b.abs()
     ok = diff <= torch.where(mask, bound, torch.full_like(bound, float("inf")))
+    if near_ties and not discrete:
+        jumped = jumped_lines(b, b_own, mask, tol, width)
+        ok = ok | (jumped & (diff <= near_miss_allowance(b, mask, tol)))
     ratio = float(ok.float().mean())
     max_abs = float(diff.max())
     rel = diff / b.abs().clamp_min(1e-12)
     max_rel = float(torch.where(mask, rel, torch.zeros_like(rel)).max())
+    tie_note = f" ({near_ties} judged as near-ties)" if near_ties else ""
+
+    def judged(why: str | None = None) -> Verdict:
+        message = f"{name}: {why}{tie_note}" if why else ""
+        return Verdict(not why, max_abs, max_rel, message, bool(why), ratio, near_ties, moved, nearest)
+
     if ratio < tol.matched_ratio:
-        return Verdict(
-            False,
-            max_abs,
-            max_rel,
-            f"{name}: {ratio * 100:.3f}% of elements within atol="
-            f"{tol.atol:g} rtol={tol.rtol:g}, need {tol.matched_ratio * 100:g}% "
-            f"(max abs error {max_abs:.4g})",
+        return judged(
+            f"{ratio * 100:.3f}% of elements within atol={tol.atol:g} rtol={tol.rtol:g}, need "
+            f"{tol.matched_ratio * 100:g}% (max abs error {max_abs:.4g})"
         )
     if tol.error_cap is not None and max_abs > tol.error_cap:
-        return Verdict(
-            False, max_abs, max_rel, f"{name}: max abs error {max_abs:.4g} exceeds the cap {tol.error_cap:g}"
-        )
+        return judged(f"max abs error {max_abs:.4g} exceeds the cap {tol.error_cap:g}")
     # a discrete output (a mask, an index) misses by whole units: a flipped bit or a tie broken the other
     # way is all an honest miss can be there, so only the ratio and the structure judge it
-    discrete = not (ref.dtype.is_floating_point or ref.dtype.is_complex)
     gross = None if discrete else gross_miss(diff, b, ok, mask, tol)
     if gross:
-        return Verdict(False, max_abs, max_rel, f"{name}: {gross}")
+        return judged(gross)
     structure = structural_omission(~ok & mask)
     if structure:
-        return Verdict(False, max_abs, max_rel, f"{name}: {structure} (max abs error {max_abs:.4g})")
-    return Verdict(True, max_abs, max_rel)
+        return judged(f"{structure} (max abs error {max_abs:.4g})")
+    return judged()
+
+
+def nearest_reference(
+    a: torch.Tensor,
+    b: torch.Tensor,
+    diff: torch.Tensor,
+    mask: torch.Tensor,
+    tol: Tolerance,
+    alternates: Sequence[tuple[torch.Tensor, torch.Tensor]],
+    near: bool = True,
+    width: int | None = None,
+    start: torch.Tensor | None = None,
+) -> tuple[torch.Tensor, torch.Tensor, int, bool]:
+    """(reference, |a - reference|, how many elements changed reference, whether any alternate moved any
+    line beyond MOVED_FACTOR tolerances). `alternates`: the reference's
+    outputs on the inputs nudged one way and the other along one direction, a pair per direction.
+    `near`: lines are chosen by their near misses first (a float output); a discrete one's (indices) by
+    their elements within the tolerance alone, since an index 10 off is no near miss.
+
+    The output is taken line by line (the rows of its [rows, `width`] view; `width`, where the caller
+    does not say (neartie.line_width), is the last dim). A nudged output's line is a
+    candidate where it moved by more than MOVED_FACTOR tolerances somewhere (the reference is unstable
+    there), and replaces the line judged so far, whole, where more of its elements match the output: a
+    tie replaces one token's row, while mixing references element by element would let a kernel assemble
+    an answer no input has (red team round 13: a sort keeping near-equal values in input order, one
+    repeating indices). A kernel cannot aim at a nudged line: the nudges are drawn after it answered.
+
+    (Requiring the two signs of a direction to split, one keeping the line and the other moving it, was
+    tried: a three-way tie then needs the three nudges in one strict order, and a bf16 router's 3-way tie
+    stayed unexplained after 32 directions. What it guarded against, a nudge changing what an input
+    means, neartie.py prevents by leaving whole numbers alone.)
+
+    It folds: the reference it returns, passed back as `start`, stands for every pair it chose from."""
+    width = width or (b.shape[-1] if b.dim() else 1)
+    bound = tol.atol + tol.rtol * b.abs()
+    chosen, moved_any = b, False
+    if start is not None and start.shape == b.shape:
+        chosen = start.to(b.device)
+    for pair in alternates:
+        plus, minus = (_as_real(c).to(device=b.device, dtype=torch.float32) for c in pair)
+        if tuple(plus.shape) != tuple(b.shape) or tuple(minus.shape) != tuple(b.shape):
+            continue  # another layout than the reference's: nothing to compare element by element
+        for c in (plus, minus):
+            moved = (mask & torch.isfinite(c) & ((c - b).abs() > MOVED_FACTOR * bound)).reshape(-1, width)
+            lines = moved.any(dim=1)
+            moved_any = moved_any or bool(lines.any())
+            chosen = _better_lines(a, chosen, c, lines, mask, tol, near, width)
+    changed = int((chosen != b).sum()) if chosen is not b else 0
+    return chosen, torch.where(mask, (a - chosen).abs(), diff), changed, moved_any
+
+
+def _better_lines(
+    a: torch.Tensor,
+    current: torch.Tensor,
+    candidate: torch.Tensor,
+    eligible: torch.Tensor,
+    mask: torch.Tensor,
+    tol: Tolerance,
+    near: bool,
+    width: int,
+) -> torch.Tensor:
+    """`current` with each `eligible` line replaced by `candidate`'s where more of its elements are near
+    misses of `a` (float outputs: a flipped line's values moved with the nudge, see jumped_lines), or as
+    many and more within the tolerance."""
+    if not bool(eligible.any()):
+        return current
+
+    def matched(ref: torch.Tensor) -> torch.Tensor:
+        diff = (a - ref).abs()
+        within = (mask & (diff <= tol.atol + tol.rtol * ref.abs())).reshape(-1, width).sum(dim=1)
+        if not near:
+            return within
+        close = (mask & (diff <= near_miss_allowance(ref, mask, tol))).reshape(-1, width).sum(dim=1)
+        return close * (width + 1) + within  # near misses first, then those within the tolerance
+
+    take = (eligible & (matched(candidate) > matched(current))).reshape(-1, 1).expand(-1, width)
+    return torch.where(take, candidate.reshape(-1, width), current.reshape(-1, width)).reshape(a.shape)
+
+
+def jumped_lines(
+    chosen: torch.Tensor, ref: torch.Tensor, mask: torch.Tensor, tol: Tolerance, width: int | None = None
+) -> torch.Tensor:
+    """Elements of the lines where `chosen` (nearest_reference's) jumped from the reference by more than
+    a near miss somewhere: a discontinuity no rounding makes (a tie flipped). There an element matches
+    when it is a near miss of the nudged line: the nudge that flipped the tie moved its values too (a
+    bf16 router's gate, from logits nudged by a unit, shifted the flipped row by up to 3 tolerances)."""
+    width = width or (ref.shape[-1] if ref.dim() else 1)
+    jump = mask & ((chosen - ref).abs() > near_miss_allowance(ref, mask, tol))
+    return jump.reshape(-1, width).any(dim=1, keepdim=True).expand(-1, width).reshape(ref.shape)
+
+
+def near_miss_allowance(ref: torch.Tensor, mask: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    """How far an element may be off and still be a near miss (see the module's docstring)."""
+    finite_ref = torch.where(mask, ref, torch.zeros_like(ref))
+    scale = float(finite_ref.square().mean().sqrt())
+    allowed = NEAR_MISS_FACTOR * (tol.atol + tol.rtol * ref.abs().clamp_min(scale))
+    if tol.error_cap is not None:  # the operator's author said how far an element may be off: that far
+        allowed = allowed.clamp_min(tol.error_cap)
+    return allowed
 
 
 def gross_miss(
@@ -104,12 +256,7 @@ def gross_miss(
     miss = ~ok & mask
     if not bool(miss.any()):
         return None
-    finite_ref = torch.where(mask, ref, torch.zeros_like(ref))
-    scale = float(finite_ref.square().mean().sqrt())
-    allowed = NEAR_MISS_FACTOR * (tol.atol + tol.rtol * ref.abs().clamp_min(scale))
-    if tol.error_cap is not None:  # the operator's author said how far an element may be off: that far
-        allowed = allowed.clamp_min(tol.error_cap)
-    over = miss & (diff > allowed)
+    over = miss & (diff > near_miss_allowance(ref, mask, tol))
     if not bool(over.any()):
         return None
     worst = float(torch.where(over, diff, torch.zeros_like(diff)).max())

@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .library_settings import CUBLAS_WORKSPACE
 from .scopes import refers_to_own_binding
 
 BANNED_MODULES = frozenset(
@@ -346,9 +347,6 @@ def cublas_setting(key: ast.expr, value: ast.expr) -> bool:
         and isinstance(value, ast.Constant)
         and value.value in CUBLAS_WORKSPACE[1]
     )
-
-
-CUBLAS_WORKSPACE = ("CUBLAS_WORKSPACE_CONFIG", frozenset({":4096:8", ":16:8"}))
 
 
 # What a kernel may read from `sys`: numeric limits and platform facts, all read-only values. Anything else
@@ -2295,16 +2293,23 @@ def tensor_state(target: ast.AST, parents: dict[int, ast.AST]) -> bool:
         base = base.value
     if not isinstance(base, ast.Name):
         return False
-    function = parents.get(id(target))
-    while function is not None and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        function = parents.get(id(function))
+    function = _enclosing_function(target, parents)
     if function is None:
         return False
     args = function.args
-    if base.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}:
-        return all(_made_by_a_method(v) for v in _values_bound(function, base.id))
     values = _values_bound(function, base.id)
-    return bool(values) and all(_made_by_a_method(v) for v in values)
+    parameter = base.id in {a.arg for a in [*args.posonlyargs, *args.args, *args.kwonlyargs]}
+    return (parameter or bool(values)) and all(_made_by_a_method(v) for v in values)
+
+
+def _enclosing_function(
+    node: ast.AST, parents: dict[int, ast.AST]
+) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+    """The innermost function whose body holds `node` (None at module or class level)."""
+    function = parents.get(id(node))
+    while function is not None and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
+        function = parents.get(id(function))
+    return function
 
 
 def _values_bound(function: ast.AST, name: str) -> list[ast.AST]:
@@ -2358,9 +2363,7 @@ def torch_module_made_here(target: ast.AST, parents: dict[int, ast.AST], names: 
     false alarm: a `norm` in two functions)."""
     if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)):
         return False
-    function = parents.get(id(target))
-    while function is not None and not isinstance(function, ast.FunctionDef | ast.AsyncFunctionDef):
-        function = parents.get(id(function))
+    function = _enclosing_function(target, parents)
     if function is None:
         return False
     values = _values_bound(function, target.value.id)

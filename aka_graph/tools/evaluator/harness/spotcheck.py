@@ -13,6 +13,7 @@ calls would show, so a kernel doing that must skip its work there instead.
 from __future__ import annotations
 
 import random
+from functools import partial
 from typing import Any
 
 from .memory import SMALL_BYTES, fresh_sets
@@ -117,7 +118,8 @@ def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float)
     want, _ = session.reference.outputs(idx, inputs)
     del inputs
     probe = type(ks.verdicts[idx])()
-    if session.judge_outputs(probe, list(reply["outputs"][0]), list(want), idx, "untimed call"):
+    again = partial(session.reference.inputs, idx, seed, scale)
+    if session.judge_outputs(probe, list(reply["outputs"][0]), list(want), idx, "untimed call", inputs=again):
         return None
     return probe.message
 
@@ -162,7 +164,8 @@ def _first_wrong(
         probe = type(ks.verdicts[idx])()
         # every output the reference returns: a call that hands back fewer skipped work (a native
         # operator declares no outputs, so nothing else holds its calls to the count)
-        if not session.judge_outputs(probe, list(got), list(want), idx, f"{label} {i}"):
+        again = partial(session.reference.inputs, idx, call_seed, 1.0)
+        if not session.judge_outputs(probe, list(got), list(want), idx, f"{label} {i}", inputs=again):
             return i, probe.message, call_seed
         del want
     return None

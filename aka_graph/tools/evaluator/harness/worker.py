@@ -197,7 +197,8 @@ class Worker:
         try:
             shared = msg.get("shared")  # on a host: the parent's own files (sharedinputs.py)
             for n, (seed, scale, mix) in enumerate(msg["seeds"]):
-                collect_here()  # the last call's garbage (and its finalizers) before this seed's draw
+                if n:  # the last call's garbage (and its finalizers) before this seed's draw; the request's
+                    collect_here()  # top collected before the first
                 with span("w.inputs"):
                     if shared:
                         inputs = open_inputs(shared[n])
@@ -484,11 +485,11 @@ def _die_with_parent() -> None:
 # The cyclic collector runs only where the worker runs it: at the top of each request (before the request
 # touches a buffer), before each correctness seed's inputs are drawn and each timed call's are written
 # (bench.Bench._look_for_modes: a call's garbage is freed call by call), and where memory.release frees a
-# large workload. Left to its thresholds it runs at any
-# allocation, inside the harness's untimed steps too, and with it the finalizers of the kernel's garbage: a
-# generator suspended in `try: yield ... finally:` runs its `finally` block when collected, and red team
-# round 12 ran the kernel's code there between the write of fresh inputs and the call that reads them
-# (contextlib's own idiom, which no source rule can refuse). Each request collects the youngest generation;
+# large workload. Left to its thresholds it runs at any allocation, inside the harness's untimed steps too,
+# and with it the finalizers of the kernel's garbage: a generator suspended in `try: yield ... finally:`
+# runs its `finally` block when collected, and red team round 12 ran the kernel's code there between the
+# write of fresh inputs and the call that reads them (contextlib's own idiom, which no source rule can
+# refuse). Each request collects the youngest generation;
 # every tenth the next, every hundredth all (CPython's own ratios, counted in requests).
 COLLECT_EVERY = (100, 10)
 

@@ -320,9 +320,7 @@ class WorkerProcess:
     def own_pids(self, below: list[Any] | None = None) -> set[int]:
         """The worker's own processes: the one spawned, and in the jail the worker under `unshare`.
         `below`: `self.below()`, when already read."""
-        from .proctree import descendants
-
-        below = descendants(self.pid) if below is None else below
+        below = self.below() if below is None else below
         return {self.pid} | {p.pid for p in below if p.ppid == self.pid}
 
     def helper_cpu_ns(self) -> int:

@@ -108,10 +108,10 @@ def run(hidden_states, weight, output):
 }
 
 
-@pytest.fixture(scope="module")
-def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
-    root = tmp_path_factory.mktemp("cheats")
-    kernels = {name: write_kernel(root / "src", src, name) for name, src in CHEATS.items()}
+def run_cheats(root: Path, names: list[str]) -> dict[str, dict[str, Any]]:
+    """The verdicts of CHEATS `names` (the honest control among them if named) in one `compare` run on
+    rmsnorm's two smallest workloads, the static source policy off (benchmarks/bench_host_tamper.py too)."""
+    kernels = {name: write_kernel(root / "src", CHEATS[name], name) for name in names}
     pattern = string.ascii_uppercase[: len(kernels)]
     res = run_harness(
         root,
@@ -123,6 +123,11 @@ def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, An
         timeout_s=600,
     )
     return res["kernels"]
+
+
+@pytest.fixture(scope="module")
+def verdicts(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict[str, Any]]:
+    return run_cheats(tmp_path_factory.mktemp("cheats"), list(CHEATS))
 
 
 def _assert_caught(verdicts: dict[str, dict[str, Any]], name: str, status: str, words: str) -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import torch
 
-from aka_graph.tools.evaluator.harness.numerics import check_output
+from aka_graph.tools.evaluator.harness.numerics import MOVED_FACTOR, check_output
 from aka_graph.tools.evaluator.harness.opmodel import Tolerance
 
 TOL = Tolerance()
@@ -179,3 +179,145 @@ def test_complex_outputs_are_compared_on_both_parts() -> None:
     wrong_imaginary = torch.complex(ref.real, torch.zeros(32, 32))
     assert not check_output("out", wrong_imaginary, ref, Tolerance()).ok
     assert not check_output("out", ref.conj(), ref, Tolerance()).ok
+
+
+# -- near-ties: alternate references where the operator is unstable (neartie.py) ----------------------------
+
+TIE_TOL = Tolerance(atol=1e-2, rtol=1e-2, matched_ratio=0.99)
+
+
+def _tied_rows() -> tuple[torch.Tensor, torch.Tensor, tuple[torch.Tensor, torch.Tensor]]:
+    """(kernel, reference, (plus, minus)): 200 rows of 16; row 7 is a tie the kernel broke the other way;
+    the reference on inputs nudged one way broke it that way too, nudged the other way kept its own."""
+    torch.manual_seed(0)
+    ref = torch.randn(200, 16)
+    other = torch.randn(16) * 3
+    got, plus, minus = ref.clone(), ref.clone() * (1 + 1e-5), ref.clone() * (1 - 1e-5)
+    got[7], plus[7] = other, other * (1 - 1e-5)
+    return got, ref, (plus, minus)
+
+
+def test_a_row_matching_the_reference_on_nudged_inputs_where_it_moved_passes_and_is_counted() -> None:
+    got, ref, pair = _tied_rows()
+    assert not check_output("out", got, ref, TIE_TOL).ok
+    v = check_output("out", got, ref, TIE_TOL, [pair])
+    assert v.ok, v.message
+    assert v.near_ties == 16  # row 7, taken whole from the nudged reference
+
+
+def test_either_sign_of_a_direction_may_hold_the_kernels_choice() -> None:
+    got, ref, (plus, minus) = _tied_rows()
+    assert check_output("out", got, ref, TIE_TOL, [(minus, plus)]).ok
+
+
+def test_an_alternate_within_the_tolerance_of_the_reference_rescues_nothing() -> None:
+    """Where the reference did not move beyond the tolerance, it alone judges: an alternate leaning toward
+    a kernel's consistently sloppy values (0.9 tolerance away) must not halve their error."""
+    ref = torch.ones(100, 16)
+    got = ref + 0.03  # 1.5x the tolerance everywhere
+    alt = ref + 0.018  # moved, but within the tolerance
+    v = check_output("out", got, ref, TIE_TOL, [(alt, ref)])
+    assert not v.ok and v.near_ties == 0
+
+
+def test_an_alternate_moved_by_rounding_rescues_nothing() -> None:
+    """A nudge of one bf16 unit moves a stable bf16 output by up to two output units, past the tolerance
+    on large values: movement under MOVED_FACTOR tolerances is rounding, not a tie (the red team's
+    subsampled RMS had 149 elements judged as near-ties before the factor)."""
+    ref = torch.full((100, 16), 4.0)
+    got = ref + 0.07  # 1.4 tolerances off everywhere: a kernel doing less work
+    alt = ref + 0.07  # the reference on nudged inputs, moved by the same 1.4 tolerances
+    v = check_output("out", got, ref, TIE_TOL, [(alt, ref)])
+    assert not v.ok and v.near_ties == 0
+    assert MOVED_FACTOR * 0.05 > 0.07  # the case sits between one and MOVED_FACTOR tolerances
+
+
+def test_a_wrong_stable_row_stays_wrong_beside_a_forgiven_tie() -> None:
+    got, ref, pair = _tied_rows()
+    got[-1] = 0.0  # the edge bug: the last row never written, where the reference is stable
+    v = check_output("out", got, ref, TIE_TOL, [pair])
+    assert not v.ok and v.numeric and v.near_ties == 16  # row 7 forgiven, the last row not
+    assert "elements are off by more than" in v.message
+
+
+def test_a_line_takes_one_reference_whole_so_answers_no_input_has_are_refused() -> None:
+    """Red team round 13 in miniature: a 1-D "sort" whose wrong pairs are each explained by some nudged
+    reference, but by different ones. Mixed element by element it would pass; line by line it does not."""
+    ref = torch.arange(400.0) * 3  # neighbours 3 apart: a swap moves two elements by 6 tolerances
+    got = ref.clone()
+    alternates = []
+    for k in range(8):  # 8 misordered pairs; nudged reference k swaps pair k alone
+        i = 50 * k
+        got[[i, i + 1]] = ref[[i + 1, i]]
+        alt = ref.clone()
+        alt[[i, i + 1]] = ref[[i + 1, i]]
+        alternates.append((alt, ref))
+    tol = Tolerance(atol=0.5, rtol=0.0, matched_ratio=0.99)
+    v = check_output("out", got, ref, tol, alternates)
+    assert not v.ok and v.near_ties == 2  # one nudged reference for the line: one pair of eight explained
+    rows = got.reshape(8, 50), ref.reshape(8, 50)
+    per_row = [(a.reshape(8, 50), b.reshape(8, 50)) for a, b in alternates]
+    assert check_output("out", *rows, tol, per_row).ok  # one pair a line: each line has its reference
+
+
+def test_the_nearest_reference_folds_several_alternates_into_one() -> None:
+    got, ref, pair = _tied_rows()
+    got[9] = torch.randn(16) * 3  # a second tie, found by a second direction
+    second = ref.clone()
+    second[9] = got[9] * (1 + 1e-5)
+    first = check_output("out", got, ref, TIE_TOL, [pair])
+    assert not first.ok and first.nearest is not None
+    folded = check_output("out", got, ref, TIE_TOL, [(second, ref)], prior=first)
+    direct = check_output("out", got, ref, TIE_TOL, [pair, (second, ref)])
+    assert folded.ok and direct.ok and folded.near_ties == direct.near_ties == 32
+
+
+def test_a_line_keeps_the_reference_most_of_its_elements_match() -> None:
+    got, ref, (plus, minus) = _tied_rows()
+    far = ref.clone()
+    far[7] = -got[7]  # moved too, but away from the kernel's values
+    for order in ([(far, ref), (plus, minus)], [(plus, minus), (far, ref)]):
+        assert check_output("out", got, ref, TIE_TOL, order).ok
+
+
+def test_alternates_of_another_shape_are_ignored_and_a_failure_on_values_is_marked_numeric() -> None:
+    got, ref, _ = _tied_rows()
+    v = check_output("out", got, ref, TIE_TOL, [(torch.zeros(3), torch.zeros(3))])
+    assert not v.ok and v.numeric and v.near_ties == 0 and v.matched > 0.9
+    assert not check_output("out", got[:5], ref, TIE_TOL).numeric  # a shape mismatch: nothing to retry
+
+
+def test_a_flipped_line_accepts_near_misses_of_its_nudged_reference_and_no_other_line_does() -> None:
+    """The nudge that flips a tie moves the flipped line's values too (a bf16 router's gate): where the
+    nudged line jumped past a near miss, the kernel's line may be a near miss of it. A line the nudge moved
+    by rounding alone (under a near miss) is still held to the tolerance."""
+    got, ref, (plus, minus) = _tied_rows()
+    got[7] = plus[7] + 0.08  # the flipped row, 2-4 tolerances off the nudged reference (a gate shift)
+    v = check_output("out", got, ref, TIE_TOL, [(plus, minus)])
+    assert v.ok, v.message
+    got2, ref2 = torch.ones(200, 16), torch.ones(200, 16)
+    got2[7] += 0.08  # 4 tolerances off, and the nudged row moved by 0.05 only (rounding, not a jump)
+    noisy = ref2.clone()
+    noisy[7] += 0.05
+    assert not check_output("out", got2, ref2, TIE_TOL, [(noisy, ref2)]).ok
+
+
+def test_a_line_has_the_callers_width() -> None:
+    """One line per element of a 1-D output where the caller says so (neartie.line_width: a greedy
+    arg-max, a score per token): each flipped tie is explained by its own nudged reference, while as one
+    line every tie had to flip in one nudged reference at once (red team round 14, H1)."""
+    ref = torch.arange(100, dtype=torch.float32)
+    got, first, second = ref.clone(), ref.clone(), ref.clone()
+    got[[10, 60]] = -1.0
+    first[10], second[60] = -1.0, -1.0  # each nudge flipped one of the two ties
+    alternates = [(first, ref), (second, ref)]
+    assert not check_output("out", got, ref, TIE_TOL, alternates).ok
+    v = check_output("out", got, ref, TIE_TOL, alternates, width=1)
+    assert v.ok and v.near_ties == 2, v.message
+
+
+def test_the_verdict_says_whether_any_nudged_line_moved_so_a_search_on_a_stable_operator_ends() -> None:
+    got, ref, pair = _tied_rows()
+    assert check_output("out", got, ref, TIE_TOL, [pair]).moved
+    stable = (ref * (1 + 1e-5), ref * (1 - 1e-5))  # a stable operator: nudged outputs within the tolerance
+    assert not check_output("out", got, ref, TIE_TOL, [stable]).moved
