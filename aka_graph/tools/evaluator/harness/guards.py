@@ -27,7 +27,7 @@ import torch
 from torch.utils._device import DeviceContext
 
 from .faults import FatalHandlers, own_directories
-from .library_settings import CUBLAS_WORKSPACE
+from .library_settings import library_env_value
 from .runner import ReturnError
 from .spans import span
 
@@ -767,11 +767,12 @@ def _library_setting(name: str, before: str | None, now: str | None) -> bool:
     """A reserved variable that torch itself sets the first time an honest kernel compiles with
     torch.compile (seen on the H200, round 4): inductor points TRITON_PTXAS_PATH at the ptxas torch ships,
     where it was unset. Only that exact string counts, naming a regular file (not a link a candidate could
-    retarget: red team, round 4), and only where it was unset; any other change stays a violation. Also
-    CUBLAS_WORKSPACE_CONFIG set where it was unset, to a value cuBLAS documents (policy.cublas_setting):
-    torch's deterministic mode asks a kernel for it before a cuBLAS matmul (round 12's hunt)."""
-    if name == CUBLAS_WORKSPACE[0]:
-        return before is None and now in CUBLAS_WORKSPACE[1]
+    retarget: red team, round 4), and only where it was unset; any other change stays a violation. Also a
+    math library's setting (library_settings.LIBRARY_ENV: CUBLAS_WORKSPACE_CONFIG, which torch's
+    deterministic mode asks for, round 12; the cuBLASLt workspace and preference, round 15) set where it
+    was unset, in the form its library documents (policy.library_env_setting)."""
+    if library_env_value(name, now):
+        return before is None
     if name != "TRITON_PTXAS_PATH" or before is not None or now is None:
         return False
     torch_dir = os.path.dirname(os.path.abspath(torch.__file__))

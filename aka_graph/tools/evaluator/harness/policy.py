@@ -17,7 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from .library_settings import CUBLAS_WORKSPACE
+from .library_settings import library_env_value
 from .scopes import refers_to_own_binding
 
 BANNED_MODULES = frozenset(
@@ -180,6 +180,9 @@ def scan_source(
     }
     calls = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
+    # A bare string statement reaches nothing at run time but as a `__doc__`: prose there ("returning a
+    # graph's buffer requires clone()-ing it", round 15's corpus) is no C++ unless the file reads one
+    docs_read = DOCS_READ.search(source) is not None
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     skipped = main_block_nodes(tree)
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import)]
@@ -189,13 +192,14 @@ def scan_source(
     bindings = Bindings.of(tree)
     own_ops = own_custom_ops(tree, aliases)
     methods = instance_methods(tree)
+    properties = instance_methods(tree, properties=True)
     annotations = string_annotations(tree)
     constants = module_string_constants(tree)
     declared = class_fields(tree, bindings)
     instances = own_instances(tree, bindings, declared)
     fields = own_field_reads(tree, parents, declared, instances)
     handed = torch_ctx_functions(tree, bindings, parents)
-    settings = performance_settings(tree, aliases)
+    settings = performance_settings(tree, bindings)
     logger_settings = own_logger_settings(tree, aliases)
     for node in ast.walk(tree):
         if id(node) in skipped or id(node) in own_ops:
@@ -204,7 +208,7 @@ def scan_source(
             f"{filename}:{getattr(node, 'lineno', '?')}: {what}"
             for what in [
                 *_round_three(node, parents, imported, aliases),
-                *_foreign_self(node, methods, aliases, parents, fields),
+                *_foreign_self(node, methods, aliases, parents, fields, properties),
                 *_round_nine(node, parents, aliases, docstrings, methods, bindings),
             ]
         )
@@ -220,7 +224,10 @@ def scan_source(
         if isinstance(node, ast.Call):
             found.extend(f"{filename}:{node.lineno}: {what}" for what in _call_problems(node))
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
-            found.extend(f"{filename}:{node.lineno}: {what}" for what in native_source_problems(node.value))
+            if docs_read or id(node) not in docstrings:
+                found.extend(
+                    f"{filename}:{node.lineno}: {what}" for what in native_source_problems(node.value)
+                )
             found.extend(f"{filename}:{node.lineno}: {what}" for what in flag_problems(node.value))
             if _PRIVATE_PATHS.search(node.value) and id(node) not in docstrings:
                 flag(node, f"names {node.value[:60]!r} (a module file, /proc, or the operator's own files)")
@@ -240,9 +247,9 @@ def scan_source(
                     root(target) in environs
                     or (isinstance(target.value, ast.Attribute) and target.value.attr == "environ")
                 )
-                and cublas_setting(target.slice, node.value)
+                and library_env_setting(target.slice, node.value)
             ):
-                pass  # os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (cublas_setting)
+                pass  # os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8" (library_env_setting)
             elif isinstance(target, ast.Subscript) and root(target) in environs:
                 flag(node, f"changes os.environ (through {root(target)!r})")
             elif id(target) in settings:
@@ -277,7 +284,7 @@ def scan_source(
                 node.func.attr in ("setdefault", "__setitem__")
                 and len(node.args) == 2
                 and not node.keywords
-                and cublas_setting(node.args[0], node.args[1])
+                and library_env_setting(node.args[0], node.args[1])
             )
         ):
             flag(node, f"changes os.environ ({node.func.attr})")
@@ -337,15 +344,18 @@ def scan_source(
     return found
 
 
-def cublas_setting(key: ast.expr, value: ast.expr) -> bool:
-    """`os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"` (or setdefault): what torch's deterministic mode
-    asks for before a cuBLAS matmul, one of the two values cuBLAS documents, in the kernel's own process
+# What reads a docstring back as a value: `f.__doc__`, getattr(f, "__doc__"), inspect's getdoc/getsource
+DOCS_READ = re.compile(r"__doc__|\b(?:getdoc|get_docstring|getsource|getsourcelines|getcomments|cleandoc)\b")
+
+
+def library_env_setting(key: ast.expr, value: ast.expr) -> bool:
+    """`os.environ["CUBLAS_WORKSPACE_CONFIG"] = ":4096:8"` (or setdefault): a literal name and value of
+    library_settings.LIBRARY_ENV, a setting of the math libraries in the kernel's own process
     (guards._library_setting lets the same write by at run time). Any other variable or value is refused."""
     return (
         isinstance(key, ast.Constant)
-        and key.value == CUBLAS_WORKSPACE[0]
         and isinstance(value, ast.Constant)
-        and value.value in CUBLAS_WORKSPACE[1]
+        and library_env_value(key.value, value.value)
     )
 
 
@@ -625,7 +635,7 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
     if not always and not c_like and not _ASM_CODE.search(text):
         return []
     code = native_code(text)
-    hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code)})
+    hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code) if not _tensor_method(code, m)})
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
     later = [_native_hit(m) for m in _NATIVE_ASYNC.finditer(code)]
     declared = not _DECLARER_DEFINED.search(code)
@@ -644,6 +654,23 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
             "native source pastes tokens in a macro (`##`): names assembled so escape the door check"
         )
     return found + registration_problems(code) + asm_problems(code)
+
+
+# A libc door's name called as a member (`out = hidden.clone();`, `t->clone()`) or as ATen's function
+# (`at::clone(t)`, `torch::clone(t)`) is torch's tensor copy, not the clone(2) system call (round 15's
+# corpus: a CUDA solution SOL-ExecBench's grader called correct). `::clone(` and `std::system(` stay doors,
+# and so does every `clone(` in code that brings a `clone` into a namespace (`namespace at { using ::clone; }`
+# makes `at::clone(fn, stack, flags, arg)` the system call) or defines a macro of that name.
+_MEMBER_OR_ATEN = re.compile(r"(?:\.|->|\b(?:at|torch)\s*::)\s*$")
+_CLONE_REDIRECTED = re.compile(r"\busing\b[^;]*\bclone\b|\bnamespace\s+(?:at|torch)\b|define\s+clone\b")
+
+
+def _tensor_method(code: str, match: re.Match[str]) -> bool:
+    return (
+        match.group(0).lstrip("_").startswith("clone")
+        and _MEMBER_OR_ATEN.search(code, max(0, match.start() - 12), match.start()) is not None
+        and _CLONE_REDIRECTED.search(code) is None
+    )
 
 
 def _native_hit(match: re.Match[str]) -> str:
@@ -1654,11 +1681,12 @@ FOREIGN_MODULES = (BANNED_MODULES | {"statistics", "time", "os", "functools", "o
 TYPE_ATTRIBUTES_OK = frozenset({"__name__", "__qualname__", "__module__"})
 
 
-def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
+def instance_methods(tree: ast.Module, properties: bool = False) -> dict[str, set[str]]:
     """Class name -> its instance methods (defs in the class body that are not static or class methods),
     those it inherits from the file's other classes included, and the same for every name a class may
     flow into (class_flows): red team round 11 took `Slot.plant` unbound as `Planter.plant` through an
-    empty subclass, round 11c through `Planter, Keeper = Slot, Slot`, and planted torch's members with it."""
+    empty subclass, round 11c through `Planter, Keeper = Slot, Slot`, and planted torch's members with it.
+    `properties`: the same map for the methods made properties alone (PROPERTY_DECORATORS)."""
     out: dict[str, set[str]] = {}
     for node in ast.walk(tree):
         if isinstance(node, ast.ClassDef):
@@ -1667,6 +1695,7 @@ def instance_methods(tree: ast.Module) -> dict[str, set[str]]:
                 for f in node.body
                 if isinstance(f, ast.FunctionDef | ast.AsyncFunctionDef)
                 and not _decorated(f, "staticmethod", "classmethod")
+                and (not properties or _decorated(f, *PROPERTY_DECORATORS))
             )
     flows = class_flows(tree)
     changed = True
@@ -1756,6 +1785,12 @@ def class_flows(tree: ast.Module) -> dict[str, set[str]]:
     return flows
 
 
+# A def made a descriptor that calls it only on its own instance's attribute read (`@property`, its
+# `@x.setter`, `@functools.cached_property`), and the attributes that take such a function out again.
+PROPERTY_DECORATORS = ("property", "cached_property", "setter", "getter", "deleter")
+PROPERTY_FUNCTIONS = frozenset({"fget", "fset", "fdel"})
+
+
 def _decorated(function: ast.AST, *decorators: str) -> bool:
     """Whether a def carries one of these decorators by name (`@staticmethod`, `@x.staticmethod`)."""
     return any(
@@ -1827,20 +1862,27 @@ def _foreign_self(
     aliases: dict[str, str],
     parents: dict[int, ast.AST],
     fields: set[int] = frozenset(),  # type: ignore[assignment]
+    properties: Mapping[str, set[str]] | None = None,
 ) -> list[str]:
     """A method's `self` may only be its own instance: an instance method taken from the class (called
     unbound with another object as `self`), a class's attributes by name, a method from `type(x)`, and
     modules reached through other modules' namespaces are the ways to hand it something else.
-    `Base.method(self, ...)` inside a method, passing that method's own `self`, is the honest exception."""
+    `Base.method(self, ...)` inside a method, passing that method's own `self`, is the honest exception.
+    A property read by a name a class may flow into (`hidden_states.shape`, where the file's enum has a
+    `shape` property: round 15's corpus) calls nothing: only its functions taken out (`.fget`) would."""
+    properties = properties or {}
     found: list[str] = []
     holder = _class_member_path(node.value) if isinstance(node, ast.Attribute) else None
     if (
         isinstance(node, ast.Attribute)
         and holder is not None
         and node.attr in methods.get(holder, ())
+        and node.attr not in properties.get(holder, ())
         and not _passes_own_self(node, parents)
     ):
         found.append(f"takes the method {holder}.{node.attr} unbound (its `self` can be any object)")
+    if isinstance(node, ast.Attribute) and node.attr in PROPERTY_FUNCTIONS:
+        found.append(f"takes a property's function out ({node.attr}: its `self` can be any object)")
     if (
         isinstance(node, ast.Call)
         and isinstance(node.func, ast.Name)
@@ -2170,37 +2212,74 @@ def string_constant(node: ast.AST, constants: dict[str, str]) -> str | None:
     return _literal(node)
 
 
-# Switches that only choose how the kernel's own work runs (autotuning, TF32 for its own matmuls): the
-# reference runs in the parent, so none of them reaches what the kernel is compared with. A literal value
-# only; every other assignment into a module stays banned.
+# Switches that only choose how the kernel's own work runs (autotuning, TF32 for its own matmuls, cuDNN on or
+# off): the reference runs in the parent, so none of them reaches what the kernel is compared with. A
+# literal value only; every other assignment into a module stays banned.
 PERFORMANCE_SETTINGS = frozenset(
     {
         "torch.backends.cudnn.benchmark",
+        "torch.backends.cudnn.benchmark_limit",
         "torch.backends.cudnn.deterministic",
+        "torch.backends.cudnn.enabled",
         "torch.backends.cudnn.allow_tf32",
         "torch.backends.cuda.matmul.allow_tf32",
         "torch.backends.cuda.matmul.allow_fp16_reduced_precision_reduction",
         "torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction",
-        "torch._dynamo.config.cache_size_limit",
-        "torch._inductor.config.coordinate_descent_tuning",
-        "torch._inductor.config.max_autotune",
+        "torch.backends.fp32_precision",
+        "torch.backends.cuda.matmul.fp32_precision",
+        "torch.backends.cudnn.fp32_precision",
+        "torch.backends.cudnn.conv.fp32_precision",
+        "torch.backends.cudnn.rnn.fp32_precision",
     }
 )
+# torch.compile's configuration objects, made to be set by their users (`torch._dynamo.config.
+# cache_size_limit = 256`, `recompile_limit`, `torch._inductor.config.max_autotune`): read only while the
+# kernel's own functions compile; the harness compiles nothing. Round 15's corpus: 27 of 427 solutions
+# that SOL-ExecBench's grader called correct set one, some to an expression of its current value
+# (`max(getattr(_dynamo.config, "cache_size_limit", 8), 256)`).
+COMPILER_CONFIGS = ("torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.")
+_LITERAL_TYPES = (bool, int, float, str)
+_VALUE_FUNCTIONS = frozenset({"max", "min", "int", "float", "bool", "getattr"})
 
 
-def performance_settings(tree: ast.Module, aliases: dict[str, str]) -> set[int]:
-    """Assignment targets (ids) that set one of PERFORMANCE_SETTINGS to a bool or int literal."""
+def _setting_value(value: ast.expr, steady: dict[str, str]) -> bool:
+    """A value made of literals, the builtins max/min/int/float/bool/getattr and reads of a compiler
+    setting: nothing callable can be stored, nothing of the kernel's runs when the setting is read."""
+    if isinstance(value, ast.Constant):
+        return type(value.value) in _LITERAL_TYPES
+    if isinstance(value, ast.UnaryOp | ast.BinOp):
+        parts = [value.operand] if isinstance(value, ast.UnaryOp) else [value.left, value.right]
+        return all(_setting_value(v, steady) for v in parts)
+    if isinstance(value, ast.Attribute):  # `_dynamo.config.cache_size_limit`, or `_dynamo.config` itself
+        return f"{_dotted(value, steady) or ''}.".startswith(COMPILER_CONFIGS)
+    if isinstance(value, ast.Name):
+        return f"{steady.get(value.id, '')}.".startswith(COMPILER_CONFIGS)  # `config` imported by name
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.keywords:
+        if value.func.id not in _VALUE_FUNCTIONS or value.func.id in steady:
+            return False
+        return all(_setting_value(a, steady) for a in value.args)
+    return False
+
+
+def performance_settings(tree: ast.Module, bindings: Bindings) -> set[int]:
+    """Assignment targets (ids) that set one of PERFORMANCE_SETTINGS to a literal, or a member of a
+    compiler configuration (COMPILER_CONFIGS) to a value `_setting_value` accepts. Names are read through
+    `bindings.steady` (bound by imports of one module alone): `_dynamo = types.SimpleNamespace(config=
+    statistics)` makes `_dynamo.config.median = f` no setting."""
     out: set[int] = set()
     for node in ast.walk(tree):
+        if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
+            continue
+        target = node.targets[0]
+        if not isinstance(target, ast.Attribute):
+            continue
+        dotted = _dotted(target, bindings.steady) or ""
         if (
-            isinstance(node, ast.Assign)
-            and len(node.targets) == 1
-            and isinstance(node.targets[0], ast.Attribute)
+            dotted in PERFORMANCE_SETTINGS
             and isinstance(node.value, ast.Constant)
-            and type(node.value.value) in (bool, int)
-            and _dotted(node.targets[0], aliases) in PERFORMANCE_SETTINGS
-        ):
-            out.add(id(node.targets[0]))
+            and type(node.value.value) in _LITERAL_TYPES
+        ) or (dotted.startswith(COMPILER_CONFIGS) and _setting_value(node.value, bindings.steady)):
+            out.add(id(target))
     return out
 
 

@@ -398,26 +398,39 @@ def test_torch_compile_pointing_triton_at_torchs_own_ptxas_is_not_a_violation(
     assert sentinel.violations() == changed
 
 
-def test_the_cublas_workspace_setting_torchs_deterministic_mode_asks_for_is_not_a_violation(
+def test_a_math_librarys_setting_set_where_it_was_unset_is_not_a_violation(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """torch.use_deterministic_algorithms(True) wants CUBLAS_WORKSPACE_CONFIG set before a cuBLAS matmul
-    (round 12's hunt): set where it was unset, to one of cuBLAS's two documented values, it passes; any
-    other value, or a change of a value the worker started with, is a violation."""
+    (round 12's hunt); agents' solutions size cuBLASLt's workspace and prefer it (round 15's corpus). Set
+    where it was unset, in the form its library documents, each passes; a value of another form, or a
+    change of a value the worker started with, is a violation."""
     from aka_graph.tools.evaluator.harness import guards
 
-    monkeypatch.delenv("CUBLAS_WORKSPACE_CONFIG", raising=False)
-    sentinel = guards.Sentinel()
-    changed = ["reserved environment variables changed: CUBLAS_WORKSPACE_CONFIG"]
-    for value in (":4096:8", ":16:8"):
-        monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", value)
-        assert [v for v in sentinel.violations() if "environment" in v] == []
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":1:1")
-    assert [v for v in sentinel.violations() if "environment" in v] == changed
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":16:8")
-    started = guards.Sentinel()  # the worker started with it set: changing it is no deterministic switch
-    monkeypatch.setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8")
-    assert [v for v in started.violations() if "environment" in v] == changed
+    allowed = {
+        "CUBLAS_WORKSPACE_CONFIG": (":4096:8", ":16:8", ":256:8", ":4096:2:16:8"),
+        "CUBLASLT_WORKSPACE_SIZE": ("32768", "131072"),
+        "TORCH_BLAS_PREFER_CUBLASLT": ("1", "0"),
+    }
+    malformed = {
+        "CUBLAS_WORKSPACE_CONFIG": "4096:8;",
+        "CUBLASLT_WORKSPACE_SIZE": "128MiB",
+        "TORCH_BLAS_PREFER_CUBLASLT": "yes",
+    }
+    for name, values in allowed.items():
+        monkeypatch.delenv(name, raising=False)
+        sentinel = guards.Sentinel()
+        changed = [f"reserved environment variables changed: {name}"]
+        for value in values:
+            monkeypatch.setenv(name, value)
+            assert [v for v in sentinel.violations() if "environment" in v] == [], (name, value)
+        monkeypatch.setenv(name, malformed[name])
+        assert [v for v in sentinel.violations() if "environment" in v] == changed, name
+        monkeypatch.setenv(name, values[0])
+        started = guards.Sentinel()  # the worker started with it set: a change is no library setting
+        monkeypatch.setenv(name, values[1])
+        assert [v for v in started.violations() if "environment" in v] == changed, name
+        monkeypatch.delenv(name)
 
 
 def test_the_worker_switches_tqdms_monitor_off_and_any_monitor_thread_is_flagged() -> None:

@@ -1,0 +1,157 @@
+"""Real SOL-ExecBench problems through the evaluator (issue 9): each problem's own reference as the
+candidate must PASS, and so must the agent-written solutions SOL-ExecBench's grader called correct, or the
+verdict must be one we can defend by reading the kernel (a cheat, a B200-only instruction).
+
+The corpus is built by `benchmarks/build_public_corpus.py` into the git-ignored `.corpus/` (never
+committed: the dataset's licence). Every evaluation runs the harness as a job does (a fresh job directory,
+`python -m harness evaluate`); results go, one JSON line each, to --out as they finish, so a cut-off call
+keeps what it measured and `--resume` skips what a file already holds.
+
+    python3 benchmarks/bench_public_corpus.py --kind references --device cuda --parallel 6 --out r.jsonl
+    python3 benchmarks/bench_public_corpus.py --kind solutions --device cuda --only 069_rms_norm
+    python3 benchmarks/bench_public_corpus.py --table r.jsonl          # the table of a results file
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import concurrent.futures
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_evaluator_gpu import REPO, evaluate
+
+CORPUS = REPO / ".corpus"
+
+
+def reference_kernel(problem: Path, into: Path) -> Path:
+    """The problem's own reference as a value-returning candidate (kernel.py)."""
+    source = json.loads((problem / "definition.json").read_text())["reference"]
+    into.mkdir(parents=True, exist_ok=True)
+    (into / "kernel.py").write_text(source + "\n\nDESTINATION_PASSING_STYLE = False\n")
+    return into
+
+
+def items(
+    corpus: Path, kind: str, only: list[str], subset: str | None
+) -> list[tuple[str, Path, Path | None]]:
+    """(label, problem dir, solution dir or None for the reference) in a stable order."""
+    found = []
+    for problem in sorted((corpus / "problems").iterdir()):
+        meta = json.loads((problem / "metadata.json").read_text())
+        if subset and meta.get("subset") != subset:
+            continue
+        if only and not any(o in problem.name for o in only):
+            continue
+        if kind == "references":
+            found.append((problem.name, problem, None))
+            continue
+        for sol in sorted((corpus / "solutions" / problem.name).glob("*/solution.json")):
+            found.append((f"{problem.name}/{sol.parent.name}", problem, sol.parent))
+    return found
+
+
+def one(label: str, problem: Path, solution: Path | None, device: str, timeout_s: float) -> dict[str, Any]:
+    meta = json.loads((problem / "metadata.json").read_text())
+    with tempfile.TemporaryDirectory(prefix="aka_corpus_") as tmp:
+        kernel = solution or reference_kernel(problem, Path(tmp) / "kernel")
+        t0 = time.perf_counter()
+        res = evaluate(problem, kernel, device, 3, None, timeout_s)
+        wall = time.perf_counter() - t0
+    workloads = res.get("workloads") or []
+    return {
+        "label": label,
+        "subset": meta.get("subset"),
+        "status": res.get("status"),
+        "message": str(res.get("message", ""))[:600],
+        "wall_s": round(wall, 1),
+        "rc": res.get("_rc", res.get("rc")),
+        "workloads": len(workloads),
+        "workload_status": dict(collections.Counter(str(w.get("status")) for w in workloads)),
+        "speedup": res.get("speedup"),
+        "device": device,
+    }
+
+
+def table(rows: list[dict[str, Any]]) -> str:
+    lines = []
+    by = collections.Counter((r["subset"], r["status"]) for r in rows)
+    subsets = sorted({r["subset"] for r in rows})
+    statuses = sorted({r["status"] for r in rows})
+    lines.append("| subset | " + " | ".join(statuses) + " | all |")
+    lines.append("|---" * (len(statuses) + 2) + "|")
+    for s in subsets:
+        lines.append(
+            f"| {s} | "
+            + " | ".join(str(by[(s, st)]) for st in statuses)
+            + f" | {sum(by[(s, st)] for st in statuses)} |"
+        )
+    walls = sorted(r["wall_s"] for r in rows)
+    if walls:
+        lines.append(
+            f"\nwall per problem: median {walls[len(walls) // 2]:.1f} s, max {walls[-1]:.1f} s, "
+            f"n {len(walls)}"
+        )
+    bad = [r for r in rows if r["status"] != "PASS"]
+    if bad:
+        lines.append("\nnot PASS:")
+        for r in bad:
+            lines.append(
+                f"- {r['label']} [{r['subset']}] {r['status']} ({r['wall_s']} s): {r['message'][:400]}"
+            )
+    return "\n".join(lines)
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--corpus", type=Path, default=CORPUS)
+    ap.add_argument("--kind", choices=("references", "solutions"), default="references")
+    ap.add_argument("--device", default="cuda", choices=("cuda", "cpu", "auto"))
+    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--timeout", type=float, default=300.0, help="per evaluation, seconds")
+    ap.add_argument("--only", nargs="*", default=[], help="problem names containing any of these")
+    ap.add_argument("--subset", help="L1, L2, Quant or FlashInfer-Bench")
+    ap.add_argument("--limit", type=int, default=0, help="at most this many evaluations")
+    ap.add_argument("--out", type=Path, help="JSON lines, appended as evaluations finish")
+    ap.add_argument("--resume", action="store_true", help="skip labels --out already holds")
+    ap.add_argument("--table", type=Path, help="print the table of a results file and stop")
+    args = ap.parse_args()
+    if args.table:
+        print(table([json.loads(x) for x in args.table.read_text().splitlines() if x.strip()]))
+        return 0
+    if not (args.corpus / "problems").is_dir():
+        print(f"error: no corpus at {args.corpus}; run benchmarks/build_public_corpus.py first")
+        return 2
+    todo = items(args.corpus, args.kind, args.only, args.subset)
+    done = set()
+    if args.resume and args.out and args.out.is_file():
+        done = {json.loads(x)["label"] for x in args.out.read_text().splitlines() if x.strip()}
+    todo = [t for t in todo if t[0] not in done]
+    if args.limit:
+        todo = todo[: args.limit]
+    print(f"{len(todo)} evaluations ({args.kind}, {args.device}, {args.parallel} at a time)", flush=True)
+    rows = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
+        futures = [pool.submit(one, *t, args.device, args.timeout) for t in todo]
+        for fut in concurrent.futures.as_completed(futures):
+            row = fut.result()
+            rows.append(row)
+            print(
+                f"{row['status']:<13} {row['wall_s']:>6.1f} s  {row['label']}  {row['message'][:160]}",
+                flush=True,
+            )
+            if args.out:
+                with args.out.open("a") as f:
+                    f.write(json.dumps(row) + "\n")
+    print(table(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
