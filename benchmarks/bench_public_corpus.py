@@ -18,6 +18,7 @@ import argparse
 import collections
 import concurrent.futures
 import json
+import random
 import sys
 import tempfile
 import time
@@ -118,6 +119,8 @@ def main() -> int:
     ap.add_argument("--only", nargs="*", default=[], help="problem names containing any of these")
     ap.add_argument("--subset", help="L1, L2, Quant or FlashInfer-Bench")
     ap.add_argument("--limit", type=int, default=0, help="at most this many evaluations")
+    ap.add_argument("--shuffle", type=int, help="evaluate in an order drawn with this seed (a sample)")
+    ap.add_argument("--plain", action="store_true", help="solutions only: those naming no CUDA")
     ap.add_argument("--out", type=Path, help="JSON lines, appended as evaluations finish")
     ap.add_argument("--resume", action="store_true", help="skip labels --out already holds")
     ap.add_argument("--table", type=Path, help="print the table of a results file and stop")
@@ -133,6 +136,10 @@ def main() -> int:
     if args.resume and args.out and args.out.is_file():
         done = {json.loads(x)["label"] for x in args.out.read_text().splitlines() if x.strip()}
     todo = [t for t in todo if t[0] not in done]
+    if args.plain:  # what a CPU host can run: PyTorch and Triton (interpreted) that name no CUDA
+        todo = [t for t in todo if t[2] is None or "cuda" not in (t[2] / "solution.json").read_text().lower()]
+    if args.shuffle is not None:
+        random.Random(args.shuffle).shuffle(todo)
     if args.limit:
         todo = todo[: args.limit]
     print(f"{len(todo)} evaluations ({args.kind}, {args.device}, {args.parallel} at a time)", flush=True)

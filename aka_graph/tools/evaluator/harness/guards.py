@@ -122,6 +122,11 @@ def _watched() -> list[tuple[str, Any, str]]:
         items.append((f"torch.{attr}", torch, attr))
     for attr in ("enumerate", "Thread", "active_count"):
         items.append((f"threading.{attr}", threading, attr))
+    # what the watched torch.cuda functions call in turn (red team round 15 replaced torch._C's sync, through
+    # a compiler config's `torch` global, so that the harness's timing syncs returned at once)
+    for attr in ("_cuda_synchronize", "_cuda_getCurrentStream", "_cuda_setStream"):
+        if hasattr(torch._C, attr):
+            items.append((f"torch._C.{attr}", torch._C, attr))
     items.append(("os.environ", os, "environ"))
     return items
 
@@ -158,6 +163,7 @@ def _watched_namespaces() -> tuple[dict[str, type], dict[str, Any]]:
         "torch.autograd.grad_mode": torch.autograd.grad_mode,
         "torch._jit_internal": torch._jit_internal,  # is_scripting(), asked by inference_mode's __init__
         "torch.utils._contextlib": torch.utils._contextlib,
+        "torch.random": torch.random,  # rng.seeded's get/set_rng_state (red team round 15)
     }
     return classes, modules
 

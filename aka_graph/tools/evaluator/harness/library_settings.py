@@ -12,9 +12,9 @@ import re
 LIBRARY_ENV = {
     # cuBLAS: ":SIZE:COUNT" pairs, SIZE in KiB (torch's deterministic mode asks for ":4096:8" or ":16:8";
     # round 15's corpus: an agent's solution sets ":256:8")
-    "CUBLAS_WORKSPACE_CONFIG": re.compile(r"(?::\d{1,7}:\d{1,4})+"),
+    "CUBLAS_WORKSPACE_CONFIG": re.compile(r"(?::[0-9]{1,7}:[0-9]{1,4})+"),
     # torch: the cuBLASLt workspace of its matmuls, in KiB (round 15's corpus: "32768", "131072")
-    "CUBLASLT_WORKSPACE_SIZE": re.compile(r"\d{1,9}"),
+    "CUBLASLT_WORKSPACE_SIZE": re.compile(r"[0-9]{1,9}"),
     # torch: cuBLASLt rather than cuBLAS for its matmuls
     "TORCH_BLAS_PREFER_CUBLASLT": re.compile(r"[01]"),
 }

@@ -182,7 +182,7 @@ def scan_source(
     docstrings = {id(n.value) for n in ast.walk(tree) if isinstance(n, ast.Expr)}
     # A bare string statement reaches nothing at run time but as a `__doc__`: prose there ("returning a
     # graph's buffer requires clone()-ing it", round 15's corpus) is no C++ unless the file reads one
-    docs_read = DOCS_READ.search(source) is not None
+    docs_read = DOCS_READ.search(source) is not None or reads_docs(tree)
     parents = {id(child): parent for parent in ast.walk(tree) for child in ast.iter_child_nodes(parent)}
     skipped = main_block_nodes(tree)
     imports = [n for n in ast.walk(tree) if isinstance(n, ast.Import)]
@@ -279,7 +279,8 @@ def scan_source(
                 (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "environ")
                 or (isinstance(node.func.value, ast.Name) and node.func.value.id in environs)
             )
-            and node.func.attr in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__")
+            and node.func.attr
+            in ("update", "setdefault", "pop", "popitem", "clear", "__setitem__", "__delitem__", "__ior__")
             and not (
                 node.func.attr in ("setdefault", "__setitem__")
                 and len(node.args) == 2
@@ -288,6 +289,13 @@ def scan_source(
             )
         ):
             flag(node, f"changes os.environ ({node.func.attr})")
+        if (isinstance(node, ast.AugAssign) and _is_environ(node.target, environs)) or (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Name)
+            and node.func.id == "type"
+            and any(_is_environ(a, environs) for a in node.args)
+        ):  # `env |= {...}`, `type(os.environ).__setitem__(os.environ, k, v)` (red team round 15)
+            flag(node, "changes os.environ (through |= or its class)")
         if isinstance(node, ast.ImportFrom) and not node.level and any(a.name == "*" for a in node.names):
             # `from os import *` binds system, kill, fork... as bare names no attribute check sees
             flag(node, f"imports * from {node.module!r} (names no check sees; import them by name)")
@@ -337,6 +345,8 @@ def scan_source(
                     node,
                     "getattr(torch, <computed>) whose result is looked into (torch.__builtins__ by name)",
                 )
+            elif name in PROPERTY_FUNCTIONS:
+                flag(node, f"getattr(..., {name!r}) (a property's function: its `self` can be any object)")
             elif name in BANNED_ATTRIBUTES or name in BANNED_CALLS or name in BANNED_MODULES:
                 flag(node, f"getattr(..., {name!r})")
             elif name in WRAPPER_COPIERS or name == "Formatter":
@@ -346,6 +356,29 @@ def scan_source(
 
 # What reads a docstring back as a value: `f.__doc__`, getattr(f, "__doc__"), inspect's getdoc/getsource
 DOCS_READ = re.compile(r"__doc__|\b(?:getdoc|get_docstring|getsource|getsourcelines|getcomments|cleandoc)\b")
+
+
+def _is_environ(node: ast.AST, environs: set[str]) -> bool:
+    """`os.environ` (any `<x>.environ`) or a name bound to it."""
+    return (isinstance(node, ast.Attribute) and node.attr == "environ") or (
+        isinstance(node, ast.Name) and node.id in environs
+    )
+
+
+def reads_docs(tree: ast.AST) -> bool:
+    """Whether the file may read a docstring back as a value, as its AST says: `x.__doc__` under any
+    spelling Python folds to it (`__\u1d48oc__`), a string naming it (`getattr(f, "__d" "oc__")`), or
+    inspect's readers by name (red team round 15)."""
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and (node.attr == "__doc__" or DOCS_READ.search(node.attr)):
+            return True
+        if isinstance(node, ast.Name) and DOCS_READ.search(node.id):
+            return True
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and DOCS_READ.search(node.value):
+            return True
+        if isinstance(node, ast.alias) and DOCS_READ.search(node.asname or node.name):
+            return True
+    return False
 
 
 def library_env_setting(key: ast.expr, value: ast.expr) -> bool:
@@ -636,6 +669,8 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
         return []
     code = native_code(text)
     hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code) if not _tensor_method(code, m)})
+    values = {_native_hit(m).lstrip("&=(, ") for m in _NATIVE_DOOR_VALUES.finditer(code)}
+    hits += [f"the address of {name}" for name in sorted(values)]
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
     later = [_native_hit(m) for m in _NATIVE_ASYNC.finditer(code)]
     declared = not _DECLARER_DEFINED.search(code)
@@ -658,19 +693,31 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
 
 # A libc door's name called as a member (`out = hidden.clone();`, `t->clone()`) or as ATen's function
 # (`at::clone(t)`, `torch::clone(t)`) is torch's tensor copy, not the clone(2) system call (round 15's
-# corpus: a CUDA solution SOL-ExecBench's grader called correct). `::clone(` and `std::system(` stay doors,
-# and so does every `clone(` in code that brings a `clone` into a namespace (`namespace at { using ::clone; }`
-# makes `at::clone(fn, stack, flags, arg)` the system call) or defines a macro of that name.
-_MEMBER_OR_ATEN = re.compile(r"(?:\.|->|\b(?:at|torch)\s*::)\s*$")
-_CLONE_REDIRECTED = re.compile(r"\busing\b[^;]*\bclone\b|\bnamespace\s+(?:at|torch)\b|define\s+clone\b")
+# corpus: a CUDA solution SOL-ExecBench's grader called correct). Only where every `clone` in the code is
+# such a call: a `using ::clone`, a macro, a member or a namespace `at` holding its address (red team
+# round 15) make any `clone(` a door again. `::clone(` and `std::system(` stay doors.
+_MEMBER_OR_ATEN = re.compile(r"(?:\.|->|(?<![\w:])(?:at|torch)\s*::)\s*$")
+_CLONE = re.compile(r"\bclone\b")
 
 
 def _tensor_method(code: str, match: re.Match[str]) -> bool:
-    return (
-        match.group(0).lstrip("_").startswith("clone")
-        and _MEMBER_OR_ATEN.search(code, max(0, match.start() - 12), match.start()) is not None
-        and _CLONE_REDIRECTED.search(code) is None
+    if re.fullmatch(r"clone\s*\(", match.group(0)) is None:  # `__clone`, `libc_clone`: glibc's own
+        return False
+    return all(
+        _MEMBER_OR_ATEN.search(code, max(0, m.start() - 12), m.start()) is not None
+        and re.match(r"\s*\(", code[m.end() :]) is not None
+        for m in _CLONE.finditer(code)
     )
+
+
+# A door's address taken, or its name handed on as a value (`auto run = &::system;`, `f(popen)`): called
+# later through a pointer no `name(` reads (red team round 15). `kill` is left to its call: a flag of that
+# name is common in kernels.
+_NATIVE_DOOR_VALUES = re.compile(
+    r"(?:&|=|\(|,)\s*(?:(?:std\s*)?::\s*)?_*(?:libc_)?(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|"
+    r"execv\w*|execl\w*|fexecve|posix_spawn\w*|system|popen|prctl|ptrace|setenv|putenv|clone|syscall)"
+    r"\s*(?=[;,)])"
+)
 
 
 def _native_hit(match: re.Match[str]) -> str:
@@ -1256,6 +1303,7 @@ BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | {
     "cffi",
     "ffi",
     "load_library",
+    "load_config",  # torch's compiler configs: pickle.loads of its argument (red team round 15)
 }
 BANNED_MODULES = BANNED_MODULES | {"cffi", "numba"}
 
@@ -1787,7 +1835,7 @@ def class_flows(tree: ast.Module) -> dict[str, set[str]]:
 
 # A def made a descriptor that calls it only on its own instance's attribute read (`@property`, its
 # `@x.setter`, `@functools.cached_property`), and the attributes that take such a function out again.
-PROPERTY_DECORATORS = ("property", "cached_property", "setter", "getter", "deleter")
+PROPERTY_DECORATORS = ("property", "setter", "getter", "deleter")  # a cached_property keeps .func
 PROPERTY_FUNCTIONS = frozenset({"fget", "fset", "fdel"})
 
 
@@ -2237,35 +2285,69 @@ PERFORMANCE_SETTINGS = frozenset(
 # kernel's own functions compile; the harness compiles nothing. Round 15's corpus: 27 of 427 solutions
 # that SOL-ExecBench's grader called correct set one, some to an expression of its current value
 # (`max(getattr(_dynamo.config, "cache_size_limit", 8), 256)`).
-COMPILER_CONFIGS = ("torch._dynamo.config.", "torch._inductor.config.", "torch._functorch.config.")
+COMPILER_CONFIGS = ("torch._dynamo.config.", "torch._inductor.config.")  # (torch._functorch is banned)
+# inductor's nested settings (`torch._inductor.config.triton.cudagraphs`): its config's classes of settings
+CONFIG_GROUPS = frozenset({"triton", "cpp", "cuda", "rocm", "trace", "aot_inductor", "halide", "xpu"})
 _LITERAL_TYPES = (bool, int, float, str)
 _VALUE_FUNCTIONS = frozenset({"max", "min", "int", "float", "bool", "getattr"})
 
 
-def _setting_value(value: ast.expr, steady: dict[str, str]) -> bool:
-    """A value made of literals, the builtins max/min/int/float/bool/getattr and reads of a compiler
-    setting: nothing callable can be stored, nothing of the kernel's runs when the setting is read."""
+def _steady_dotted(node: ast.AST, bindings: Bindings) -> str | None:
+    """`node`'s dotted path when its root is a name the file binds only by imports of one thing
+    (Bindings.steady): a parameter or a class spelled `torch` is no module (red team round 15)."""
+    root = node
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not (isinstance(root, ast.Name) and root.id in bindings.steady):
+        return None
+    return _dotted(node, bindings.steady)
+
+
+def compiler_setting(dotted: str | None) -> bool:
+    """`<config>.<name>` or `<config>.<group>.<name>` of a compiler configuration (COMPILER_CONFIGS): a
+    setting the config object itself stores. Anything deeper walks the config module's own globals
+    (`torch._inductor.config.torch._C._cuda_synchronize`: torch itself, red team round 15)."""
+    prefix = next((c for c in COMPILER_CONFIGS if (dotted or "").startswith(c)), None)
+    if dotted is None or prefix is None:
+        return False
+    parts = dotted[len(prefix) :].split(".")
+    if any(not part or part.startswith("_") for part in parts):
+        return False
+    return len(parts) == 1 or (len(parts) == 2 and parts[0] in CONFIG_GROUPS)
+
+
+def _setting_value(value: ast.expr, bindings: Bindings) -> bool:
+    """A value made of literals, the builtins max/min/int/float/bool/getattr (never a function of the
+    file's own of that name) and reads of a compiler setting or of the config object itself: nothing
+    callable can be stored, nothing of the kernel's runs when the setting is read."""
     if isinstance(value, ast.Constant):
         return type(value.value) in _LITERAL_TYPES
     if isinstance(value, ast.UnaryOp | ast.BinOp):
         parts = [value.operand] if isinstance(value, ast.UnaryOp) else [value.left, value.right]
-        return all(_setting_value(v, steady) for v in parts)
-    if isinstance(value, ast.Attribute):  # `_dynamo.config.cache_size_limit`, or `_dynamo.config` itself
-        return f"{_dotted(value, steady) or ''}.".startswith(COMPILER_CONFIGS)
-    if isinstance(value, ast.Name):
-        return f"{steady.get(value.id, '')}.".startswith(COMPILER_CONFIGS)  # `config` imported by name
+        return all(_setting_value(v, bindings) for v in parts)
+    if isinstance(value, ast.Attribute | ast.Name):  # `_dynamo.config.cache_size_limit`, `_dynamo.config`
+        dotted = _steady_dotted(value, bindings)
+        return compiler_setting(dotted) or f"{dotted}." in COMPILER_CONFIGS
     if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and not value.keywords:
-        if value.func.id not in _VALUE_FUNCTIONS or value.func.id in steady:
+        if value.func.id not in _VALUE_FUNCTIONS or bindings.counts[value.func.id]:
             return False
-        return all(_setting_value(a, steady) for a in value.args)
+        if value.func.id == "getattr":  # getattr(config, "name", default): a literal name of a setting
+            return (
+                len(value.args) in (2, 3)
+                and f"{_steady_dotted(value.args[0], bindings)}." in COMPILER_CONFIGS
+                and isinstance(value.args[1], ast.Constant)
+                and compiler_setting(f"{_steady_dotted(value.args[0], bindings)}.{value.args[1].value}")
+                and all(_setting_value(a, bindings) for a in value.args[2:])
+            )
+        return all(_setting_value(a, bindings) for a in value.args)
     return False
 
 
 def performance_settings(tree: ast.Module, bindings: Bindings) -> set[int]:
-    """Assignment targets (ids) that set one of PERFORMANCE_SETTINGS to a literal, or a member of a
-    compiler configuration (COMPILER_CONFIGS) to a value `_setting_value` accepts. Names are read through
-    `bindings.steady` (bound by imports of one module alone): `_dynamo = types.SimpleNamespace(config=
-    statistics)` makes `_dynamo.config.median = f` no setting."""
+    """Assignment targets (ids) that set one of PERFORMANCE_SETTINGS to a literal, or a compiler setting
+    (compiler_setting) to a value `_setting_value` accepts. Names are read through `bindings.steady`
+    (bound by imports of one module alone): `_dynamo = types.SimpleNamespace(config=statistics)` makes
+    `_dynamo.config.median = f` no setting."""
     out: set[int] = set()
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Assign) and len(node.targets) == 1):
@@ -2273,12 +2355,12 @@ def performance_settings(tree: ast.Module, bindings: Bindings) -> set[int]:
         target = node.targets[0]
         if not isinstance(target, ast.Attribute):
             continue
-        dotted = _dotted(target, bindings.steady) or ""
+        dotted = _steady_dotted(target, bindings)
         if (
             dotted in PERFORMANCE_SETTINGS
             and isinstance(node.value, ast.Constant)
             and type(node.value.value) in _LITERAL_TYPES
-        ) or (dotted.startswith(COMPILER_CONFIGS) and _setting_value(node.value, bindings.steady)):
+        ) or (compiler_setting(dotted) and _setting_value(node.value, bindings)):
             out.add(id(target))
     return out
 
