@@ -26,6 +26,7 @@ from typing import Any
 import torch
 from torch.utils._device import DeviceContext
 
+from . import native_builds
 from .faults import FatalHandlers, own_directories
 from .library_settings import library_env_value
 from .runner import ReturnError
@@ -128,7 +129,7 @@ def _watched() -> list[tuple[str, Any, str]]:
         if hasattr(torch._C, attr):
             items.append((f"torch._C.{attr}", torch._C, attr))
     items.append(("os.environ", os, "environ"))
-    return items
+    return items + native_builds.watched()  # cpp_extension's entry points, where the worker wrapped them
 
 
 def _watched_namespaces() -> tuple[dict[str, type], dict[str, Any]]:
@@ -446,6 +447,8 @@ class Sentinel:
                 f"torch's dispatch of {', '.join(changed[:6])} was changed (a kernel registered for torch's "
                 "own operators): the harness's own tensor operations would run the kernel's code"
             )
+        if native_builds.REFUSED:
+            found.append(f"the kernel built C++ the scan refuses at run time: {native_builds.REFUSED[0]}")
         if AUDIT_ATTEMPTS:
             found.append(
                 "the kernel added an audit hook (sys.addaudithook): code run on the harness's events"

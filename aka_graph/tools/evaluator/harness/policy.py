@@ -306,6 +306,10 @@ def scan_source(
             if isinstance(node, ast.ImportFrom):  # `from torch import multiprocessing` names it too
                 names += [f"{node.module}.{a.name}" for a in node.names if node.module]
             for name in names:
+                internal = build_internal(name)
+                if internal:
+                    flag(node, f"imports {internal!r} (a compiler no scan reads what it is given)")
+                    continue
                 dotted = name.split(".")
                 if dotted[0] in SAFE_MEMBERS and safe_members_only(node, dotted[0], tree, parents, bindings):
                     continue  # `sys.float_info.max`, `types.SimpleNamespace(...)`: nothing to bend
@@ -1399,6 +1403,23 @@ BANNED_MODULES = BANNED_MODULES | {
     "codeop",
     "xmlrpc",
 }
+# Where torch compiles C++ it is handed: cpp_extension's private steps (past load/load_inline, whose
+# arguments the worker reads as it builds: native_builds.py) and inductor's code caches and builders
+# (`CppCodeCache.load(source)`), red team round 15. Of torch._inductor a kernel may use its configuration
+# and the runtime helpers inductor's own Triton code imports (triton_helpers, libdevice).
+INDUCTOR_PUBLIC = frozenset({"config", "runtime", "utils"})
+
+
+def build_internal(dotted: str) -> str | None:
+    """The part of a dotted name that reaches a C++ build no scan follows, or None."""
+    parts = dotted.split(".")
+    if parts[:3] == ["torch", "utils", "cpp_extension"] and len(parts) > 3 and parts[3].startswith("_"):
+        return ".".join(parts[:4])
+    if parts[:2] == ["torch", "_inductor"] and len(parts) > 2 and parts[2] not in INDUCTOR_PUBLIC:
+        return ".".join(parts[:3])
+    return None
+
+
 BANNED_DOTTED = BANNED_DOTTED | {
     "torch.overrides",  # TorchFunctionMode: a hook on every torch call the harness makes
     "torch.utils._python_dispatch",  # TorchDispatchMode: the same at the aten level
@@ -1603,6 +1624,8 @@ def _round_three(
         hit = next((d for d in sorted(BANNED_DOTTED) if dotted == d or dotted.startswith(d + ".")), None)
         if hit:
             found.append(f"uses {hit!r}")
+        elif build_internal(dotted):
+            found.append(f"uses {build_internal(dotted)!r} (a compiler no scan reads what it is given)")
     if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id in imported:
         parent = parents.get(id(node))
         as_value = not (isinstance(parent, ast.Attribute) and parent.value is node)

@@ -35,6 +35,8 @@ from .memory import (
     spare_bytes,
 )
 from .modules import load_input_module, load_reference
+from .native_builds import REFUSED as REFUSED_BUILDS
+from .native_builds import guard as guard_native_builds
 from .opmodel import Operator, OperatorError
 from .phases import process_start
 from .protocol import Channel, ChannelClosed
@@ -115,6 +117,7 @@ class Worker:
         self.ref_module = load_reference(self.op)
         self.factory = InputFactory(self.op, self.device, self.ref_module, load_input_module(self.op))
         quiet_library_threads()  # guards.py: why
+        guard_native_builds(self.kernel_dir)  # native_builds.py: C++ built at run time is read as it builds
         self.sentinel = Sentinel(self.kernel_dir)  # captured before the candidate is imported
 
     def sync(self) -> None:
@@ -134,6 +137,8 @@ class Worker:
         except OperatorError as exc:  # the view the parent wrote: the harness's fault, never the kernel's
             return {"error": {"status": "INFRA_ERROR", "message": f"worker setup failed: {exc}"[-4000:]}}
         except CompileError as exc:  # MissingToolchain (a CompileError) is INFRA_ERROR
+            if REFUSED_BUILDS:  # its import failed on a build the scan refused: that is the finding
+                return {"violations": _CHECK(self.sentinel), "dps": False}
             return {"error": {"status": getattr(exc, "status", "COMPILE_ERROR"), "message": str(exc)[-4000:]}}
         if self.op.kind == "native":
             self.dps = False
