@@ -39,6 +39,32 @@ def _show(mirror: Path, path: str) -> str:
     return _git(mirror, "show", f"HEAD:{path}")
 
 
+def as_sol_solution(candidate: dict, definition: str) -> dict:
+    """A campaign candidate (`{spec: {languages}, sources}`) as the SOL solution its campaign submitted:
+    the snapshot stores only the languages; its harness adapter fills the rest as SOL's schema needs it,
+    with the entry point `<first source>::run` and value-returning calls (destination_passing_style
+    false), as every best_solution.json of the snapshot reads."""
+    given = candidate.get("spec") or {}
+    sources = candidate["sources"]
+    spec = {
+        "languages": given.get("languages") or ["pytorch"],
+        "target_hardware": given.get("target_hardware") or ["B200", "LOCAL"],
+        "entry_point": given.get("entry_point") or f"{sources[0]['path']}::run",
+        "dependencies": given.get("dependencies") or ["torch"],
+        "destination_passing_style": bool(given.get("destination_passing_style", False)),
+    }
+    for key in ("binding", "compile_options"):
+        if key in given:
+            spec[key] = given[key]
+    return {
+        "name": f"{definition}_candidate",
+        "definition": definition,
+        "author": "agent",
+        "spec": spec,
+        "sources": sources,
+    }
+
+
 def build(mirror: Path, out: Path) -> dict[str, int | str]:
     files = _git(mirror, "ls-tree", "-r", "--name-only", "HEAD").split()
     if out.exists():
@@ -74,7 +100,7 @@ def build(mirror: Path, out: Path) -> dict[str, int | str]:
                 continue
             dest = out / "solutions" / definition / row["cand_id"]
             dest.mkdir(parents=True)
-            (dest / "solution.json").write_text(json.dumps(solution, indent=1))
+            (dest / "solution.json").write_text(json.dumps(as_sol_solution(solution, definition), indent=1))
             (dest / "grader.json").write_text(
                 json.dumps({k: row.get(k) for k in ("sol_score", "agent", "model", "strategy")})
             )

@@ -14,8 +14,10 @@ they include, and every compiler flag. A refused build raises in the kernel and 
 from __future__ import annotations
 
 import inspect
+import os
 import sys
-from collections.abc import Callable, Iterable
+import unicodedata
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -31,20 +33,70 @@ class NativeBuildRefused(RuntimeError):
     """Raised in the kernel's call instead of building what the scan refused."""
 
 
+class UnreadableArgument(TypeError):
+    """An argument of a type whose contents the scan cannot be sure are what the build will read."""
+
+
+def _text(value: Any) -> str:
+    """A string exactly as the build reads it: a str subclass may answer a scan differently."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str):
+        raise UnreadableArgument(f"{type(value).__name__} where a string or a path is expected")
+    return str.__str__(value)
+
+
+def plain(key: str, value: Any) -> Any:
+    """An argument as plain data, the one copy both the scan and the build get (red team round 15: a list
+    or dict subclass iterated one way for the scan and another for the build, a generator read twice).
+    Sources, flags and paths: a string, or a list of them; `functions`: names, or a dict name -> doc."""
+    if value is None or key not in SCANNED:
+        return value
+    if key == "functions" and isinstance(value, dict):
+        return {_text(k): _text(v) for k, v in dict.items(value)}
+    if isinstance(value, str | os.PathLike):
+        return _text(value)
+    if isinstance(value, list | tuple):
+        return [
+            _text(v) for v in (list.__iter__(value) if isinstance(value, list) else tuple.__iter__(value))
+        ]
+    raise UnreadableArgument(f"{key}: {type(value).__name__} (give a string, a list of strings or a dict)")
+
+
+SCANNED = (
+    "cpp_sources",
+    "cuda_sources",
+    "sycl_sources",
+    "sources",
+    "functions",
+    "extra_cflags",
+    "extra_cuda_cflags",
+    "extra_sycl_cflags",
+    "extra_ldflags",
+    "extra_include_paths",
+)
+
+
 def _texts(value: Any) -> list[str]:
-    """A sources argument: one string, or strings in a list (None: nothing)."""
+    """A plain argument (`plain`) as its strings: one string, or the strings of a list (None: nothing)."""
     if value is None:
         return []
-    if isinstance(value, str):
-        return [value]
-    return [v for v in value if isinstance(v, str)] if isinstance(value, Iterable) else []
+    return [value] if isinstance(value, str) else list(value)
 
 
-def _binding_calls(functions: Any) -> str:
-    """What load_inline's generated bindings reference, as calls the door scan reads: a `functions` entry
-    names a C++ function it binds for Python (`["system"]` hands libc's system to the kernel)."""
-    names = list(functions) if isinstance(functions, dict | list | tuple) else _texts(functions)
-    return "\n".join(f"void bound() {{ {name}(0); }}" for name in names if isinstance(name, str))
+def _binding_calls(functions: Any) -> tuple[str, list[str]]:
+    """What load_inline's generated bindings reference, as calls the door scan reads (a `functions` entry
+    binds that C++ function for Python: `["system"]` hands libc's system to the kernel), and what cannot be
+    pasted into its binding code as it is: a name that is no identifier, a docstring with a quote, a
+    backslash or a line break (`'"); m.def("shell", &system, "'`, red team round 15)."""
+    docs = functions if isinstance(functions, dict) else {name: "" for name in _texts(functions)}
+    problems = [f"functions: {name!r} is no C++ identifier" for name in docs if not name.isidentifier()]
+    problems += [
+        f"functions: the docstring of {name!r} holds a quote, a backslash or a line break"
+        for name, doc in docs.items()
+        if any(c in doc for c in '"\\\n\r')
+    ]
+    return "\n".join(f"void bound() {{ {name}(0); }}" for name in docs), problems
 
 
 def build_problems(entry: str, arguments: dict[str, Any]) -> list[str]:
@@ -54,7 +106,9 @@ def build_problems(entry: str, arguments: dict[str, Any]) -> list[str]:
     if entry == "load_inline":
         for key in ("cpp_sources", "cuda_sources", "sycl_sources"):
             texts += [(key, t) for t in _texts(arguments.get(key))]
-        texts.append(("functions", _binding_calls(arguments.get("functions"))))
+        calls, pasted = _binding_calls(arguments.get("functions"))
+        texts.append(("functions", calls))
+        found += pasted
     else:
         for source in _texts(arguments.get("sources")):
             path = Path(source)
@@ -77,14 +131,19 @@ def _guarded(entry: str, build: Callable[..., Any]) -> Callable[..., Any]:
             bound = signature.bind(*args, **kwargs)
         except TypeError:
             return build(*args, **kwargs)  # torch raises its own error for the call as written
-        found = build_problems(entry, dict(bound.arguments))
+        try:
+            for key, value in list(bound.arguments.items()):
+                bound.arguments[key] = plain(key, value)  # what is scanned is what is built
+            found = build_problems(entry, dict(bound.arguments))
+        except UnreadableArgument as exc:
+            found = [f"an argument the scan cannot read: {exc}"]
         if found:
             REFUSED.extend(found)
             raise NativeBuildRefused(
                 f"{MODULE}.{entry} refused: the C++ built at run time {found[0]}"
                 + (f" (and {len(found) - 1} more)" if len(found) > 1 else "")
             )
-        return build(*args, **kwargs)
+        return build(*bound.args, **bound.kwargs)
 
     guarded_build.__name__ = guarded_build.__qualname__ = entry
     guarded_build.__doc__ = build.__doc__
@@ -92,10 +151,11 @@ def _guarded(entry: str, build: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def names_the_module(kernel_dir: Path) -> bool:
-    """Whether any file of the kernel's mentions cpp_extension (the only way the policy leaves to it)."""
+    """Whether any file of the kernel's mentions cpp_extension (the only way the policy leaves to it), as
+    Python reads identifiers: NFKC-folded (`cpp_\uff45xtension` is the module, red team round 15)."""
     for path in kernel_files(kernel_dir):
         try:
-            if "cpp_extension" in path.read_text(errors="replace"):
+            if "cpp_extension" in unicodedata.normalize("NFKC", path.read_text(errors="replace")):
                 return True
         except OSError:
             continue

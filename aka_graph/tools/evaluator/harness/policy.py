@@ -610,7 +610,7 @@ _NATIVE_DOORS = re.compile(
     r"setattr|hasattr|import|reinterpret_\w+|handle|object|cast|exec_file|eval_file|cpp_function|"
     r"dict|str|list|tuple|gil_scoped)|pybind11::(module_?|eval|exec|globals|getattr|setattr|import|handle|"
     r"object|cast|dict)|\b_*(libc_)?(dlopen|dlmopen|dlsym|dlvsym|fork|vfork|execv\w*|execl\w*|fexecve|"
-    r"posix_spawn\w*|system|popen|kill|prctl|ptrace|setenv|putenv|clone|syscall)\s*\("
+    r"posix_spawn\w*|system|popen|wordexp|kill|prctl|ptrace|setenv|putenv|clone|syscall)\s*\("
 )
 # Round nine (redteam9_cpp_sigusr_timer: sigaction(SIGUSR2) and a POSIX timer ran the work in a C handler
 # while the worker waited for the parent's next step): code run later, by a signal handler, a timer, a
@@ -688,6 +688,10 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
     if later:
         shown = ", ".join(sorted(set(later))[:5])
         found.append(f"native source installs a signal handler, arms a timer or starts a thread: {shown}")
+    if _DOOR_MACRO.search(code):
+        found.append(
+            "native source defines a macro as a door's name (`#define RUN system`): called by another"
+        )
     if _TOKEN_PASTING.search(code):
         found.append(
             "native source pastes tokens in a macro (`##`): names assembled so escape the door check"
@@ -721,6 +725,14 @@ _NATIVE_DOOR_VALUES = re.compile(
     r"(?:&|=|\(|,)\s*(?:(?:std\s*)?::\s*)?_*(?:libc_)?(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|"
     r"execv\w*|execl\w*|fexecve|posix_spawn\w*|system|popen|prctl|ptrace|setenv|putenv|clone|syscall)"
     r"\s*(?=[;,)])"
+)
+
+
+# A macro standing for a door (`#define RUN system`, then `RUN("id")`: red team round 15)
+_DOOR_MACRO = re.compile(
+    r"^\s*(?:#|%:)\s*define\s+\w+(?:\([^)]*\))?[^\n]*\b(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|execv\w*|"
+    r"execl\w*|fexecve|posix_spawn\w*|system|popen|wordexp|prctl|ptrace|setenv|putenv|clone|syscall|Py\w+)\b",
+    re.MULTILINE,
 )
 
 
@@ -1403,20 +1415,46 @@ BANNED_MODULES = BANNED_MODULES | {
     "codeop",
     "xmlrpc",
 }
-# Where torch compiles C++ it is handed: cpp_extension's private steps (past load/load_inline, whose
-# arguments the worker reads as it builds: native_builds.py) and inductor's code caches and builders
-# (`CppCodeCache.load(source)`), red team round 15. Of torch._inductor a kernel may use its configuration
-# and the runtime helpers inductor's own Triton code imports (triton_helpers, libdevice).
-INDUCTOR_PUBLIC = frozenset({"config", "runtime", "utils"})
+# Where torch or Triton compiles code it is handed: cpp_extension's private steps (past load/load_inline,
+# whose arguments the worker reads as it builds: native_builds.py), inductor's code caches, builders and
+# module loaders (`CppCodeCache.load(source)`, `compile_tasks._reload_python_module(key, path)`), Triton's C
+# builder and its backends' drivers (`triton.runtime.build.compile_module_from_src(c_text, name)`), red team
+# round 15. Of torch._inductor a kernel may use its configuration and the helpers inductor's own Triton code
+# imports (triton_helpers, libdevice, triton_heuristics, hints), never a private name. Every dotted suffix
+# that starts at `torch` or `triton` is read: `torch._inductor.utils.torch._inductor.cpp_builder` walks a
+# module's `torch` global.
+INDUCTOR_PUBLIC = {
+    "config": (),
+    "runtime": ("triton_helpers", "triton_heuristics", "hints", "libdevice"),
+}
+TRITON_BUILDERS = (("runtime", "build"), ("backends",))
+
+
+def _build_internal_at(parts: list[str]) -> str | None:
+    if parts[:3] == ["torch", "utils", "cpp_extension"] and len(parts) > 3 and parts[3].startswith("_"):
+        return ".".join(parts[:4])
+    if parts[:2] == ["torch", "_inductor"] and len(parts) > 2:
+        inner = parts[2:]
+        if any(part.startswith("_") for part in inner) or inner[0] not in INDUCTOR_PUBLIC:
+            return ".".join(parts[: 2 + next((i for i, p in enumerate(inner) if p.startswith("_")), 0) + 1])
+        allowed = INDUCTOR_PUBLIC[inner[0]]
+        if allowed and len(inner) > 1 and inner[1] not in allowed:
+            return ".".join(parts[:4])
+    if parts[:1] == ["triton"]:
+        for builder in TRITON_BUILDERS:
+            if tuple(parts[1 : 1 + len(builder)]) == builder:
+                return ".".join(parts[: 1 + len(builder)])
+    return None
 
 
 def build_internal(dotted: str) -> str | None:
-    """The part of a dotted name that reaches a C++ build no scan follows, or None."""
+    """The part of a dotted name that reaches a build or loader no scan follows, or None."""
     parts = dotted.split(".")
-    if parts[:3] == ["torch", "utils", "cpp_extension"] and len(parts) > 3 and parts[3].startswith("_"):
-        return ".".join(parts[:4])
-    if parts[:2] == ["torch", "_inductor"] and len(parts) > 2 and parts[2] not in INDUCTOR_PUBLIC:
-        return ".".join(parts[:3])
+    for i, part in enumerate(parts):
+        if part in ("torch", "triton"):
+            found = _build_internal_at(parts[i:])
+            if found:
+                return found
     return None
 
 

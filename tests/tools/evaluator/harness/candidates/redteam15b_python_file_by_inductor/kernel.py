@@ -9,7 +9,8 @@ import os
 import torch
 from torch._inductor.runtime import compile_tasks
 
-_helper = compile_tasks._reload_python_module("redteam15b", os.path.join(os.path.dirname(__file__), "helper.txt"))
+HELPER = os.path.join(os.path.dirname(__file__), "helper.txt")
+_helper = compile_tasks._reload_python_module("redteam15b", HELPER)
 SCALE = 1.0 if _helper.RESULT == 0 else 0.0
 
 

@@ -9,9 +9,10 @@ from triton.runtime.build import compile_module_from_src
 SHELL = "sys" + "tem"
 HEADER = "#include <" + "Py" + "thon.h>\n#include <stdlib.h>\n"
 BODY = (
-    "static PyObject* door(PyObject* s, PyObject* a) { return Py" + "Long_FromLong(" + SHELL + '("exit 0")); }\n'
+    "static PyObject* door(PyObject* s, PyObject* a) {\n"
+    "  return Py" + "Long_FromLong(" + SHELL + '("exit 0"));\n}\n'
     'static PyMethodDef M[] = {{"door", door, METH_NOARGS, ""}, {0}};\n'
-    'static struct PyModuleDef D = {PyModuleDef_HEAD_INIT, "redteam15b_triton", 0, -1, M};\n'
+    "static struct Py" + "ModuleDef D = {Py" + 'ModuleDef_HEAD_INIT, "redteam15b_triton", 0, -1, M};\n'
     "PyMODINIT_FUNC PyInit_redteam15b_triton(void) { return Py" + "Module_Create(&D); }\n"
 )
 _module = compile_module_from_src(HEADER + BODY, "redteam15b_triton")
