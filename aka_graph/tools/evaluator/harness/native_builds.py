@@ -119,7 +119,7 @@ def build_problems(entry: str, arguments: dict[str, Any]) -> list[str]:
         found += [f"{where}: {what}" for what in native_source_problems(text, always=True)]
     for key in ("extra_cflags", "extra_cuda_cflags", "extra_sycl_cflags", "extra_ldflags"):
         for flag in _texts(arguments.get(key)):
-            found += [f"{key}: {what}" for what in flag_problems(flag)]
+            found += [f"{key}: {what}" for what in flag_problems(flag, as_flag=True)]
     return found
 
 

@@ -671,8 +671,10 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
     c_like = "(" in text and ("{" in text or "#include" in text or "::" in text)
     if not always and not c_like and not _ASM_CODE.search(text):
         return []
-    code = native_code(text)
+    code = _pybind_spelled_out(native_code(text))
     hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code) if not _tensor_method(code, m)})
+    if _USING_PYBIND.search(code):  # `using namespace pybind11;` then a bare `exec("...")`
+        hits += sorted({f"pybind11::{m.group(1)}" for m in _PYBIND_BARE.finditer(code)})
     values = {_native_hit(m).lstrip("&=(, ") for m in _NATIVE_DOOR_VALUES.finditer(code)}
     hits += [f"the address of {name}" for name in sorted(values)]
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
@@ -726,6 +728,26 @@ _NATIVE_DOOR_VALUES = re.compile(
     r"execv\w*|execl\w*|fexecve|posix_spawn\w*|system|popen|prctl|ptrace|setenv|putenv|clone|syscall)"
     r"\s*(?=[;,)])"
 )
+
+
+# pybind11 under another spelling (red team round 15b): blanks around `::`, a namespace alias of it
+# (`namespace q = pybind11; q::exec(...)`), a using-directive that makes its members bare names.
+_SCOPE_BLANKS = re.compile(r"\s*::\s*")
+_PYBIND_ALIAS = re.compile(r"\bnamespace\s+(\w+)\s*=\s*(?:::)?\s*(?:pybind11|py)\b")
+_USING_PYBIND = re.compile(r"\busing\s+namespace\s+(?:::)?\s*(?:pybind11|py)\s*;")  # not ::literals
+_PYBIND_BARE = re.compile(
+    r"(?<![\w:.>])(module_?|eval|exec|globals|getattr|setattr|hasattr|exec_file|eval_file|cpp_function|"
+    r"gil_scoped_\w+|reinterpret_\w+)\s*(?:\(|::|<)"
+)
+
+
+def _pybind_spelled_out(code: str) -> str:
+    """`code` with blanks around `::` taken out and every namespace alias of pybind11 written as pybind11,
+    for the door patterns (which name `py::` and `pybind11::`)."""
+    code = _SCOPE_BLANKS.sub("::", code)
+    for alias in set(_PYBIND_ALIAS.findall(code)) - {"py", "pybind11"}:
+        code = re.sub(rf"(?<![\w:]){re.escape(alias)}::", "pybind11::", code)
+    return code
 
 
 # A macro standing for a door (`#define RUN system`, then `RUN("id")`: red team round 15)
@@ -1278,7 +1300,7 @@ def compile_option_problems(kernel_dir: Path) -> list[str]:
         if isinstance(flag, str)
     ]
     joined = " ".join(flags)  # `"-D", "NS=aten"`: one flag
-    return [what for flag in re.split(r"\s(?=-)", joined) for what in flag_problems(flag)]
+    return [what for flag in re.split(r"\s(?=-)", joined) for what in flag_problems(flag, as_flag=True)]
 
 
 # Compiler flags that define macros where the native scan cannot see them (`-DNS=aten` for a registration
@@ -1291,8 +1313,9 @@ _MACRO_FLAG = re.compile(
 _INCLUDE_FLAG = re.compile(r"\s*--?(?:include|imacros)\b")
 
 
-def flag_problems(flag: str) -> list[str]:
-    """What a compiler flag (or a string that may be one) does that the native scan cannot follow."""
+def flag_problems(flag: str, as_flag: bool = False) -> list[str]:
+    """What a compiler flag (or a string that may be one) does that the native scan cannot follow.
+    `as_flag`: a flag for certain (_runs_a_program)."""
     found: list[str] = []
     define = _MACRO_FLAG.fullmatch(flag)
     words = _IDENTIFIER.findall(_C_STRING.sub(" ", define.group(1) or "")) if define else []
@@ -1302,7 +1325,42 @@ def flag_problems(flag: str) -> list[str]:
         found.append("a macro flag apart from its definition (`-D`, then what it defines)")
     if _INCLUDE_FLAG.match(flag):
         found.append(f"a compiler flag includes a file no #include names: {flag[:60]!r}")
+    if any(_DOOR_WORD.fullmatch(w) for w in words):
+        found.append(f"a compiler flag defines a macro as a door's name: {flag[:60]!r}")
+    if _runs_a_program(flag, as_flag):
+        found.append(f"a compiler flag runs or loads a program the scan cannot read: {flag[:60]!r}")
     return found
+
+
+# Compiler flags that run or load other code at build time (red team round 15b: `-wrapper /bin/sh,-c,...`
+# ran a command at every compiler step and the build still succeeded): a wrapper, a plugin, a specs file,
+# flags read from a file, another directory of compiler programs or another host compiler (nvcc's -ccbin),
+# also inside nvcc's -Xcompiler/-Xlinker lists.
+_RUNNING_FLAG = re.compile(
+    r"(?:@\S|-wrapper\b|-fplugin|-specs\b|--specs\b|-B(?:$|\s*[/.~])|-ccbin\b|--compiler-bindir\b|"
+    r"-no-integrated-cpp\b|--?sysroot\b|-iplugindir)"
+)
+
+
+def _runs_a_program(flag: str, as_flag: bool) -> bool:
+    """Whether a flag is one of _RUNNING_FLAG, or an nvcc -X list of host-compiler or linker flags holding
+    one (`-Xcompiler=-fplugin=p.so`). `as_flag`: the string is a flag for certain (compile options, a
+    build's arguments), so every word counts, `@file` too; any other string literal only when it starts
+    as a flag does (`"@triton.jit kernels"` in a message is no flag file)."""
+    words = re.split(r"[\s,=]+", flag.strip())
+    if not words[0] or not (as_flag or words[0].startswith("-")):
+        return False
+    if as_flag:
+        return any(_RUNNING_FLAG.match(w) for w in words if w)
+    return bool(_RUNNING_FLAG.match(flag.strip())) or (
+        words[0].startswith("-X") and any(_RUNNING_FLAG.match(w) for w in words if w)
+    )
+
+
+_DOOR_WORD = re.compile(
+    r"_*(?:libc_)?(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|execv\w*|execl\w*|fexecve|posix_spawn\w*|system|"
+    r"popen|wordexp|prctl|ptrace|setenv|putenv|clone|syscall)|Py\w+"
+)
 
 
 # Foreign-function doors into the interpreter (numpy.ctypeslib.ctypes.pythonapi, cffi, ...): a string run

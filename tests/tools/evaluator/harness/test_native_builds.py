@@ -20,6 +20,16 @@ HONEST_INLINE = {
         "cpp_sources": "#include <torch/extension.h>\nconstexpr int kB = 256;\nint block() { return kB; }\n",
         "functions": ["block"],
     },
+    "pybind11 aliased as py, CUDA link and math flags": {
+        "cpp_sources": (
+            "#include <torch/extension.h>\nnamespace py = pybind11;\nusing namespace pybind11::literals;\n"
+            "struct E { float eval(float x) const { return x; } };\nint g() { return 1; }\n"
+        ),
+        "functions": ["g"],
+        "extra_cflags": ["-O3", "-std=c++17", "-fopenmp", '-DNAME="x"'],
+        "extra_cuda_cflags": ["--use_fast_math", "-lineinfo", "-gencode=arch=compute_90a,code=sm_90a"],
+        "extra_ldflags": ["-lcublas", "-Wl,-rpath,/usr/local/cuda/lib64", "-Wl,-Bsymbolic"],
+    },
     "a tensor cloned, sources as a list, documented flags": {
         "cpp_sources": [
             "#include <torch/extension.h>\n",
