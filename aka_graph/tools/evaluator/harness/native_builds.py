@@ -15,13 +15,15 @@ from __future__ import annotations
 
 import inspect
 import os
+import re
 import sys
+import sysconfig
 import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from .policy import flag_problems, included_problems, kernel_files, native_source_problems
+from .policy import flag_problems, kernel_files, native_source_problems
 
 MODULE = "torch.utils.cpp_extension"
 ENTRY_POINTS = ("load_inline", "load")
@@ -99,13 +101,56 @@ def _binding_calls(functions: Any) -> tuple[str, list[str]]:
     return "\n".join(f"void bound() {{ {name}(0); }}" for name in docs), problems
 
 
+_INCLUDE = re.compile(r'^\s*(?:#|%:)\s*include\s*["<]([^">\n]+)[">]', re.MULTILINE)
+_DIR_FLAG = re.compile(r"^\s*-(?:I|iquote|isystem|idirafter)\s*(\S+)")
+
+
+def _search_dirs(arguments: dict[str, Any]) -> list[Path]:
+    """Where the compiler looks for an #include: the build directory, extra_include_paths, -I-like flags."""
+    dirs = [Path(d) for d in _texts(arguments.get("extra_include_paths"))]
+    if isinstance(arguments.get("build_directory"), str):
+        dirs.append(Path(arguments["build_directory"]))
+    for key in ("extra_cflags", "extra_cuda_cflags", "extra_sycl_cflags"):
+        dirs += [Path(m.group(1)) for flag in _texts(arguments.get(key)) if (m := _DIR_FLAG.match(flag))]
+    return dirs
+
+
+def _installed(path: Path) -> bool:
+    """A file of the installed system or Python (the compiler's, CUDA's, torch's, CUTLASS's headers),
+    whose texts no kernel wrote: not followed (CUDA's own headers name cudaLaunchHostFunc)."""
+    roots = {"/usr/", "/opt/", sys.prefix, sys.base_prefix, sysconfig.get_paths()["purelib"]}
+    text = str(path)
+    return any(text.startswith(root.rstrip("/") + "/") for root in roots if root)
+
+
+def _included(text: str, here: Path | None, dirs: list[Path], seen: set[Path]) -> list[tuple[str, str]]:
+    """(path, text) of every file `text` includes, quoted or angled, through `here` (the including
+    file's directory) and `dirs`, and theirs in turn, whatever their suffix; installed files left out."""
+    found: list[tuple[str, str]] = []
+    for name in _INCLUDE.findall(text):
+        for base in ([here] if here is not None else []) + dirs:
+            target = (base / name).resolve()
+            if target in seen or not target.is_file() or _installed(target):
+                continue
+            seen.add(target)
+            body = target.read_text(errors="replace")
+            found.append((str(target), body))
+            found += _included(body, target.parent, dirs, seen)
+            break
+    return found
+
+
 def build_problems(entry: str, arguments: dict[str, Any]) -> list[str]:
-    """What the scan refuses in one call of `entry` (load_inline or load) with these bound arguments."""
+    """What the scan refuses in one call of `entry` (load_inline or load) with these bound arguments, its
+    sources and every file they include (red team round 15b: `#include "door.txt"` through
+    extra_include_paths) read whatever their suffix."""
     found: list[str] = []
     texts: list[tuple[str, str]] = []
+    dirs, seen = _search_dirs(arguments), set()
     if entry == "load_inline":
         for key in ("cpp_sources", "cuda_sources", "sycl_sources"):
-            texts += [(key, t) for t in _texts(arguments.get(key))]
+            for text in _texts(arguments.get(key)):
+                texts += [(key, text), *_included(text, None, dirs, seen)]
         calls, pasted = _binding_calls(arguments.get("functions"))
         texts.append(("functions", calls))
         found += pasted
@@ -113,8 +158,7 @@ def build_problems(entry: str, arguments: dict[str, Any]) -> list[str]:
         for source in _texts(arguments.get("sources")):
             path = Path(source)
             body = path.read_text(errors="replace") if path.is_file() else ""
-            texts.append((source, body))
-            found += included_problems(path, body, path.parent)
+            texts += [(str(source), body), *_included(body, path.resolve().parent, dirs, seen)]
     for where, text in texts:
         found += [f"{where}: {what}" for what in native_source_problems(text, always=True)]
     for key in ("extra_cflags", "extra_cuda_cflags", "extra_sycl_cflags", "extra_ldflags"):

@@ -645,6 +645,14 @@ _DECLARER_DEFINED = re.compile(rf"^\s*(?:#|%:)\s*define\s+(?:{_DECLARED_BY})\b",
 _NATIVE_UNQUALIFIED_THREAD = re.compile(r"\bj?thread\b\s*(?:\w+\s*)?[({]|\basync\s*\(")
 _USING_NAMESPACE = re.compile(r"\busing\s+namespace\b")
 NATIVE_SUFFIXES = (".c", ".cc", ".cpp", ".cxx", ".cu", ".cuh", ".h", ".hpp", ".hh", ".inl")
+# what g++ and nvcc also take as C or C++ by name (red team round 15b: `door.C`, `door.c++`, `door.ii`),
+# compared lower-cased (native_file)
+NATIVE_LIKE = (*NATIVE_SUFFIXES, ".c++", ".cp", ".ii", ".i", ".ipp", ".tcc", ".hxx", ".txx", ".inc", ".h++")
+
+
+def native_file(name: str) -> bool:
+    """Whether a file of this name is C/C++ source to the compilers a kernel may run (any case)."""
+    return name.lower().endswith(NATIVE_LIKE)
 
 
 # String literals no kernel needs: a module file to write and import at run time, /proc (the parent's
@@ -1207,7 +1215,7 @@ def included_problems(path: Path, text: str, root: Path, seen: set[Path] | None 
     found: list[str] = []
     for name in _INCLUDE.findall(text):
         target = (path.parent / name).resolve()
-        if target in seen or not target.is_file() or target.suffix in NATIVE_SUFFIXES:
+        if target in seen or not target.is_file() or native_file(target.name):
             continue
         seen.add(target)
         body = target.read_text(errors="replace")
@@ -1265,7 +1273,7 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
         rel = path.relative_to(kernel_dir).as_posix()
         if path.suffix == ".py":
             found += scan_source(path.read_text(errors="replace"), rel, local, containers)
-        elif path.suffix in NATIVE_SUFFIXES:
+        elif native_file(path.name):
             text = path.read_text(errors="replace")
             found += [f"{rel}: {what}" for what in native_source_problems(text, always=True)]
             found += included_problems(path, text, Path(kernel_dir))
@@ -1278,7 +1286,7 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
             found.append(f"solution.json:{rel}: {COMPILED_MODULE}")
         if rel.endswith(".py"):
             found += scan_source(text, f"solution.json:{rel}")
-        elif rel.endswith(NATIVE_SUFFIXES):
+        elif native_file(rel):
             found += [f"solution.json:{rel}: {what}" for what in native_source_problems(text, always=True)]
     return found + [f"solution.json: {what}" for what in compile_option_problems(Path(kernel_dir))]
 
