@@ -89,7 +89,9 @@ BEHIND_THE_POLICY = {
     # the second pass (9b): the harness's own aten ops, glibc's signal 33, an audit hook
     "redteam9b_aten_copy_hook": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
     "redteam9b_cpp_aten_copy_impl": (*RMSNORM, "torch's dispatch of aten::copy_ was changed"),
-    "redteam9b_native_inline_copy_impl": (*SWIGLU, "torch's dispatch of aten::copy_ was changed"),
+    # since round 15 the worker reads the C++ as load_inline would build it and refuses its registration
+    # before it is compiled (native_builds.py), ahead of the dispatch-table check
+    "redteam9b_native_inline_copy_impl": (*SWIGLU, "built C++ the scan refuses at run time"),
     "redteam9b_cpp_sig33_asm": (*RMSNORM, "POSIX timer(s) of its own"),
     "redteam9b_audit_rearmed_gc": (*RMSNORM, "audit hook"),
     "redteam9b_segv_guard_pages": (*RMSNORM, "the kernel handles SIGSEGV itself"),
