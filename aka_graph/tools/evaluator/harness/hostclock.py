@@ -12,6 +12,17 @@ with the calls (a step's own cost), so it never comes from the worker. The worke
 clock around the call; the parent only compares: an honest reading lies inside the parent's window and
 so cannot be much below it, and one far below it (beyond the steps' own jitter) is a tampered one.
 
+Two things keep an honest kernel from being called a fake (CI, rounds 15 and 16: honest calls read
+143 against 277 us and 326 against 437 us, 5 pairs each, on a loaded host):
+- Linux adds a running thread's CPU time since its last scheduler event to the figure another process
+  reads only at the next such event (thread_group_cputime skips the pending time of tasks that are not
+  the reader's). A step's time read while the worker is still on its way back to the pipe lands in the
+  next step's window, a noop's in the call's. The parent therefore reads only once the worker is off the
+  CPU (proctree.tree_cpu_pair waits for that): its time is then booked.
+- A round's 5 pairs are few: a finding is only a dispute. The workload is timed again (modes.py) with
+  the pairs of every round pooled (`ClockPairs`); an honest round under noise is outvoted by the next,
+  while a fake shrinks every reading of every round.
+
 What this cannot see: work moved out of the call window by the candidate (computed ahead, in another
 thread, or in another process): threads left running, other processes' CPU time (spotcheck.outside_work)
 and the after-the-fact verification of timed calls' outputs are the checks for those.
@@ -60,6 +71,26 @@ def read_exact(fd: int, n: int, timeout_s: float | None) -> bytes | None:
             return b""
         data += chunk
     return data
+
+
+class ClockPairs:
+    """Every timing round's pairs of one workload: the worker's own reading of each call, the parent's
+    reading of that call step and of the noop step before it. A dispute times the workload again, and
+    the rule judges all rounds' pairs together."""
+
+    def __init__(self) -> None:
+        self.own_us: list[float] = []
+        self.used_ns: list[int] = []
+        self.noop_ns: list[int] = []
+
+    def add(self, own_us: list[float], used_ns: list[int], noop_ns: list[int]) -> None:
+        n = min(len(own_us), len(used_ns), len(noop_ns))
+        self.own_us += own_us[:n]
+        self.used_ns += used_ns[:n]
+        self.noop_ns += noop_ns[:n]
+
+    def verdict(self) -> str | None:
+        return tampered(self.own_us, self.used_ns, self.noop_ns)
 
 
 def tampered(own_us: list[float], used_ns: list[int], noop_ns: list[int]) -> str | None:
@@ -124,9 +155,11 @@ class Steps:
         return spent, own
 
 
-def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any] | None:
+def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float, pairs: ClockPairs) -> dict[str, Any] | None:
     """The "time" request for a host, with the calls timed by the parent: the reply as the worker's own
     timing would give it (latency, samples, kept outputs, re-validation), or the failing reply/None.
+    This round's pairs join `pairs`; when all of them say the worker's readings were shrunk, the reply's
+    "clock_dispute" says so (modes.py times the workload again, or fails it when no retry is left).
     Each timed call i: "prepare" (keep call i-1's outputs, the untimed perturbation), "noop" (the
     step's own cost), "call" (the call alone); then "finish" and the worker's closing message."""
     first = ks.request({**msg, "steps": True}, timeout_s)
@@ -157,9 +190,7 @@ def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any
     samples = [max(u - base, 0) / 1e3 for u in used]
     latency, spread = summarize(samples)
     violations = [*first.get("violations", []), *end.get("violations", [])]
-    found = tampered(own, used, noops)
-    if found:
-        violations.append(found)
+    pairs.add(own, used, noops)
     return {
         **end,
         "latency_us": latency,
@@ -171,4 +202,5 @@ def timed_round(ks: Any, msg: dict[str, Any], timeout_s: float) -> dict[str, Any
         "notes": list(first.get("notes", [])),
         "violations": violations,
         "worker_samples_us": own,
+        "clock_dispute": pairs.verdict(),
     }

@@ -11,7 +11,7 @@ from typing import Any
 
 from . import report
 from .graphcheck import verify_graph_copies
-from .hostclock import timed_round
+from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
@@ -173,6 +173,20 @@ def mutated_inputs(session: Session, before: list[float], after: list[float]) ->
     return [i for i, (b, a) in enumerate(zip(before, after, strict=False)) if b != a and i not in allowed]
 
 
+def _timed_again(
+    session: Session, ks: KernelState, idx: int, disputes_left: int, disputed: str
+) -> float | None:
+    """Workload `idx` timed in another round after the parent's clock disagreed with `disputed`: an honest
+    kernel timed again under the same load agrees, a faked report disagrees every time (plausibility.py's
+    DISPUTE_RETRIES; hostclock.py pools the rounds' pairs). The round that agreed is the one kept."""
+    kept = _time_round(session, ks, idx, disputes_left - 1)
+    if kept is not None:
+        verdict = ks.verdicts[idx]
+        note = f"timed again: the parent's clock disagreed with {disputed}"
+        verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
+    return kept
+
+
 def _time_round(
     session: Session, ks: KernelState, idx: int, disputes_left: int = DISPUTE_RETRIES
 ) -> float | None:
@@ -199,7 +213,8 @@ def _time_round(
     # on a host the parent times each call itself, from outside the worker (hostclock.py)
     on_host = session.device.type != "cuda"
     with span("timing.worker"):
-        reply = timed_round(ks, msg, timeout_s) if on_host else ks.request(msg, timeout_s)
+        pairs = ks.clock_pairs.setdefault(idx, ClockPairs())  # every round's, for the dispute below
+        reply = timed_round(ks, msg, timeout_s, pairs) if on_host else ks.request(msg, timeout_s)
     if reply is None:
         verdict.fail(*ks.error)
         return None
@@ -209,6 +224,12 @@ def _time_round(
         return None
     if reply["violations"]:
         verdict.fail("REWARD_HACK", "during timing: " + "; ".join(dict.fromkeys(reply["violations"])))
+        return None
+    dispute = reply.get("clock_dispute")  # the worker's readings far below the parent's (hostclock.py)
+    if dispute is not None and disputes_left > 0 and ks.alive:
+        return _timed_again(session, ks, idx, disputes_left, "the worker's readings of its calls")
+    if dispute is not None:
+        verdict.fail("REWARD_HACK", "during timing: " + dispute)
         return None
     if reval is not None:
         verdict.revalidated = True
@@ -259,11 +280,7 @@ def _time_round(
             ks, on_gpu, session.call_timeout * 20 + 60, idx, latency, calls, prepared, inputs
         )
     if is_disagreement(found) and disputes_left > 0 and ks.alive:  # plausibility.DISPUTE_RETRIES: why
-        kept = _time_round(session, ks, idx, disputes_left - 1)
-        if kept is not None:
-            note = f"timed again: the parent's clock disagreed with a first reading of {latency:.3f} us"
-            verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
-        return kept
+        return _timed_again(session, ks, idx, disputes_left, f"a first reading of {latency:.3f} us")
     if found is not None:  # the parent's own clock contradicts the worker's number
         verdict.fail(*found)
         return None

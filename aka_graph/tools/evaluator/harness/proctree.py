@@ -236,15 +236,41 @@ def process_cpu_ns(pid: int) -> int:
         return thread_cpu_ns(pid)
 
 
+# The longest a reading of the tree's CPU time waits for its processes to leave the CPU (`off_cpu`).
+SETTLE_S = 0.005
+
+
+def off_cpu(procs: list[Proc], timeout_s: float | None = None) -> list[Proc]:
+    """The processes read again once each one's main thread is off the CPU (neither running nor
+    runnable), or after `timeout_s` (SETTLE_S); those gone meanwhile are left out.
+
+    Why: Linux books a running thread's CPU time at its next scheduler event (a tick, 4 ms here, or
+    being switched out), and another process reading its clock sees only what is booked
+    (thread_group_cputime updates the pending time of the reader's own tasks only). A reading taken
+    while the worker is still on its way back to its pipe misses what it just did, which then shows up
+    in the next reading's window: an honest call step read 134 us dearer than its own clock said (CI,
+    round 16)."""
+    deadline = time.monotonic() + (SETTLE_S if timeout_s is None else timeout_s)
+    out = []
+    for proc in procs:
+        latest: Proc | None = proc
+        while latest is not None and latest.state == "R" and time.monotonic() < deadline:
+            time.sleep(0)
+            latest = read_proc(proc.pid)
+        if latest is not None:
+            out.append(latest)
+    return out
+
+
 def tree_cpu_pair(root: int) -> tuple[int, int] | None:
-    """(precise, coarse) CPU time of the tree (ns): the precise figure reads each process's CPU-time clock
-    (`process_cpu_ns`); the coarse one sums the tick counters (utime + stime + cutime + cstime), at
-    1/CLK_TCK resolution. A difference of two readings is at least max(precise delta, coarse delta - 2
-    ticks)."""
+    """(precise, coarse) CPU time of the tree (ns), read once its processes are off the CPU (`off_cpu`):
+    the precise figure reads each process's CPU-time clock (`process_cpu_ns`); the coarse one sums the
+    tick counters (utime + stime + cutime + cstime), at 1/CLK_TCK resolution. A difference of two
+    readings is at least max(precise delta, coarse delta - 2 ticks)."""
     root_proc = read_proc(root)
     if root_proc is None:
         return None
-    members = [root_proc, *descendants(root)]
+    members = off_cpu([root_proc, *descendants(root)])
     tick = 1_000_000_000 // CLOCK_TICKS
     precise = sum(process_cpu_ns(p.pid) + p.children_ticks * tick for p in members)
     coarse = sum((p.own_ticks + p.children_ticks) * tick for p in members)

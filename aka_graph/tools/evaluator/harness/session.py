@@ -17,6 +17,7 @@ import torch
 from .bench import call_has_no_work, value_bytes
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
+from .hostclock import ClockPairs
 from .inputs import FP4X2, dtype_of, fp4x2_values
 from .loading import load_operator
 from .memory import release, spare_bytes
@@ -154,6 +155,7 @@ class KernelState:
         # every device): one armed later runs a handler of the kernel's between the harness's steps
         self.timers_before: set[tuple[int, int]] | None = None
         self.reply_ns = 0  # the last request's round trip, without the checks that follow its reply
+        self.clock_pairs: dict[int, ClockPairs] = {}  # host timing's pairs per workload, every round's
 
     @property
     def passed(self) -> bool:

@@ -13,7 +13,7 @@ import threading
 
 import pytest
 
-from aka_graph.tools.evaluator.harness.hostclock import ANSWER, OK, read_exact, tampered
+from aka_graph.tools.evaluator.harness.hostclock import ANSWER, OK, ClockPairs, read_exact, tampered
 
 
 def _verdict(own: list[float], used: list[float], noops: list[float]) -> str | None:
@@ -97,6 +97,53 @@ def test_the_message_gives_both_readings_per_call() -> None:
     found = _verdict(*CHEATS["reported as nothing"])
     assert found is not None
     assert "reported 0.000 us per call" in found and "at 281.000 us per call" in found
+
+
+# CI, round 16: an honest x * w read 143 us by its own clock and 277 us by the parent's, paired, in one
+# round of 5 calls on a loaded host: no rule on one round's pairs tells it from a fake that halves.
+NOISY_HONEST_ROUND = (
+    [140.0, 143.0, 150.0, 138.0, 146.0],
+    [340.0, 352.0, 298.0, 330.0, 360.0],
+    [70.0, 75.0, 60.0, 49.0, 80.0],
+)
+
+
+def _pairs(*rounds: tuple[list[float], list[float], list[float]]) -> ClockPairs:
+    pairs = ClockPairs()
+    for own, used, noops in rounds:
+        pairs.add(own, [int(u * 1e3) for u in used], [int(n * 1e3) for n in noops])
+    return pairs
+
+
+# the same calls timed again, the host calmer: each call step costs the call and its noop
+CALM_ROUND = (
+    [141.0, 139.0, 145.0, 150.0, 142.0],
+    [205.0, 210.0, 200.0, 215.0, 208.0],
+    [60.0, 65.0, 58.0, 62.0, 63.0],
+)
+# a fake that halves its reading of the same calls
+HALVING_ROUND = (
+    [72.0, 70.0, 71.0, 74.0, 70.0],
+    [205.0, 210.0, 200.0, 215.0, 208.0],
+    [60.0, 65.0, 58.0, 62.0, 63.0],
+)
+
+
+def test_one_noisy_honest_round_is_a_dispute_that_the_next_rounds_settle() -> None:
+    assert _pairs(NOISY_HONEST_ROUND).verdict() is not None  # so modes.py times the workload again
+    assert _pairs(NOISY_HONEST_ROUND, CALM_ROUND, CALM_ROUND).verdict() is None
+
+
+def test_a_disputed_fake_that_reads_honestly_in_the_next_round_is_still_caught_in_the_last() -> None:
+    assert _pairs(HALVING_ROUND).verdict() is not None
+    assert _pairs(HALVING_ROUND, CALM_ROUND, HALVING_ROUND).verdict() is not None
+
+
+@pytest.mark.parametrize("case", CHEATS)
+def test_a_fake_stays_a_fake_over_every_round_pooled(case: str) -> None:
+    fake = CHEATS[case]
+    found = _pairs(fake, fake, fake).verdict()
+    assert found is not None and "harness's own clock times the same calls" in found
 
 
 def test_no_readings_no_verdict() -> None:

@@ -14,13 +14,16 @@ import time
 
 import pytest
 
+from aka_graph.tools.evaluator.harness import proctree
 from aka_graph.tools.evaluator.harness.isolate import argv_prefix, unavailable
 from aka_graph.tools.evaluator.harness.proctree import (
     CHILDREN_LISTED,
+    cpu_delta_ns,
     descendants,
     read_proc,
     table,
     tree_cpu_ns,
+    tree_cpu_pair,
 )
 
 
@@ -87,6 +90,62 @@ def test_a_reaped_helpers_cpu_time_counts_for_the_tree() -> None:
     after = tree_cpu_ns(os.getpid())
     assert before is not None and after is not None
     assert after - before >= 250_000_000  # the child's 0.3 s, through our cutime
+
+
+# A child that answers each byte it reads, as the worker answers a step: after 2 ms of its CPU, and for
+# an "a" it works on for 8 ms more after answering (the worker's own way back to its pipe, exaggerated).
+STEPPER = textwrap.dedent(
+    """
+    import os, time
+
+    def burn(ms):
+        t = time.process_time()
+        while time.process_time() - t < ms / 1e3:
+            pass
+
+    while step := os.read(0, 1):
+        burn(2)
+        os.write(1, b"k")
+        if step == b"a":
+            burn(8)
+    """
+)
+
+
+def test_a_reading_after_an_answer_holds_the_work_done_after_it_and_not_the_next_steps(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """Linux books a running process's CPU time at its next tick or switch, and another process reads
+    only what is booked: read as the child answers, step "a"'s work after its answer would be missed and
+    counted in step "b"'s window instead (CI, round 16: a noop's cost read in the timed call's step)."""
+    monkeypatch.setattr(proctree, "SETTLE_S", 5.0)  # a loaded host may keep it off a CPU for a while
+    child = subprocess.Popen([sys.executable, "-c", STEPPER], stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    assert child.stdin is not None and child.stdout is not None
+    try:
+        used: dict[bytes, list[float]] = {b"a": [], b"b": []}
+        for step in [b"a", b"b"] * 6:
+            before = tree_cpu_pair(child.pid)
+            child.stdin.write(step)
+            child.stdin.flush()
+            assert child.stdout.read(1) == b"k"
+            after = tree_cpu_pair(child.pid)
+            assert before is not None and after is not None
+            used[step].append(cpu_delta_ns(before, after) / 1e6)
+        assert min(used[b"a"]) >= 9.5, used  # its 2 + 8 ms
+        assert max(used[b"b"]) <= 6.0, used  # its 2 ms, none of the step before it
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_a_process_that_never_leaves_the_cpu_delays_a_reading_by_at_most_the_settling_time() -> None:
+    spinner = subprocess.Popen([sys.executable, "-c", "while True:\n    pass"])
+    try:
+        assert _wait_for(lambda: (read_proc(spinner.pid) or read_proc(os.getpid())).state == "R")
+        t0 = time.monotonic()
+        assert tree_cpu_pair(spinner.pid) is not None
+        assert time.monotonic() - t0 < proctree.SETTLE_S + 0.5
+    finally:
+        spinner.kill()
+        spinner.wait()
 
 
 SUBREAPER_SCRIPT = textwrap.dedent(
