@@ -683,8 +683,7 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
     hits = sorted({_native_hit(m) for m in _NATIVE_DOORS.finditer(code) if not _tensor_method(code, m)})
     if _USING_PYBIND.search(code):  # `using namespace pybind11;` then a bare `exec("...")`
         hits += sorted({f"pybind11::{m.group(1)}" for m in _PYBIND_BARE.finditer(code)})
-    values = {_native_hit(m).lstrip("&=(, ") for m in _NATIVE_DOOR_VALUES.finditer(code)}
-    hits += [f"the address of {name}" for name in sorted(values)]
+    hits += [f"the address of {name}" for name in sorted(_door_values(code))]
     found = [f"native source reaches the interpreter or the OS: {', '.join(hits[:5])}"] if hits else []
     later = [_native_hit(m) for m in _NATIVE_ASYNC.finditer(code)]
     declared = not _DECLARER_DEFINED.search(code)
@@ -728,14 +727,29 @@ def _tensor_method(code: str, match: re.Match[str]) -> bool:
     )
 
 
-# A door's address taken, or its name handed on as a value (`auto run = &::system;`, `f(popen)`): called
-# later through a pointer no `name(` reads (red team round 15). `kill` is left to its call: a flag of that
-# name is common in kernels.
+# A door's name anywhere but in a call (the call is _NATIVE_DOORS'): its address taken or the name handed
+# on as a value (`auto run = &::system;`, `f(popen)`, `call<system>()`, `F f{system}`, `c ? system : 0`,
+# `return system;`) is called later through a pointer no `name(` reads (red teams 15 and 15b). Not a
+# member (`.`, `->`) or another namespace's (`n::system`), not in a string literal (prose), not a header's
+# name (`#include <sys/syscall.h>`). `kill` is left to its call: a flag of that name is common in kernels.
 _NATIVE_DOOR_VALUES = re.compile(
-    r"(?:&|=|\(|,)\s*(?:(?:std\s*)?::\s*)?_*(?:libc_)?(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|"
-    r"execv\w*|execl\w*|fexecve|posix_spawn\w*|system|popen|prctl|ptrace|setenv|putenv|clone|syscall)"
-    r"\s*(?=[;,)])"
+    r"(?<![\w.>:$])(?:std)?(?:::)?_*(?:libc_)?(?:dlopen|dlmopen|dlsym|dlvsym|fork|vfork|execv\w*|execl\w*|"
+    r"fexecve|posix_spawn\w*|system|popen|wordexp|prctl|ptrace|setenv|putenv|clone|syscall)\b(?!\s*\()"
 )
+_HEADER_NAMES = re.compile(
+    r"#\s*(?:include|include_next|import)\b[^\n]*|\b__has_include(?:_next)?\s*\([^)]*\)"
+)
+
+
+def _door_values(code: str) -> set[str]:
+    """The doors named as values in `code` (pybind11 spelled out: no blanks around `::`), see above."""
+    inside = _strings(code)
+    headers = _HEADER_NAMES.sub(lambda m: " " * len(m.group()), code)  # the same length: positions kept
+    return {
+        m.group().removeprefix("std").lstrip(":")
+        for m in _NATIVE_DOOR_VALUES.finditer(headers)
+        if not _within(m.start(), inside)
+    }
 
 
 # pybind11 under another spelling (red team round 15b): blanks around `::`, a namespace alias of it

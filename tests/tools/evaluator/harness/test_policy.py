@@ -1115,6 +1115,26 @@ NATIVE_CHEATS |= {
         "int f(int (*g)(void*), void* s) { return at::clone(g, s, 0, 0); }\n"
     ),
 }
+# round 16: a door's name anywhere but in a call is a value (N6 of red team 15b); these words are not one
+NATIVE_HONEST |= {
+    "a door's name in an error message": (
+        "#include <torch/extension.h>\n"
+        'void f(torch::Tensor x) { TORCH_CHECK(x.is_cuda(), "this system runs fork-free kernels only"); }\n'
+    ),
+    "headers named after doors": "#include <sys/syscall.h>\n#include <sys/prctl.h>\nint f() { return 0; }\n",
+    "members and other namespaces' names": (  # (a member declared by that name is refused: C++ unparsed)
+        '#include <chrono>\n#include "cfg.h"\nint f(const Cfg& c, const Cfg* d) {\n'
+        "  auto t = std::chrono::system_clock::now();\n  return c.system + d->fork + cfg::popen;\n}\n"
+    ),
+}
+NATIVE_CHEATS |= {
+    "a door as a template argument": (
+        'template <int (*F)(const char*)> int call() { return F("id"); }\n'
+        "int g() { return call<system>(); }\n"
+    ),
+    "a door returned": "using F = int (*)(const char*);\nF get() { return std::system; }\n",
+    "a door in a brace initialiser": 'int g() { int (*f)(const char*){::popen}; return 0; }\n',
+}
 
 
 # last, after every table above has its entries
