@@ -17,6 +17,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from .l2_pinning import PINNING_NAMES, named_technique, native_l2_problems
 from .library_settings import library_env_value
 from .scopes import refers_to_own_binding
 
@@ -705,7 +706,7 @@ def native_source_problems(text: str, always: bool = False) -> list[str]:
         found.append(
             "native source pastes tokens in a macro (`##`): names assembled so escape the door check"
         )
-    return found + registration_problems(code) + asm_problems(code)
+    return found + native_l2_problems(code, _strings(code)) + registration_problems(code) + asm_problems(code)
 
 
 # A libc door's name called as a member (`out = hidden.clone();`, `t->clone()`) or as ATen's function
@@ -1302,7 +1303,9 @@ def scan_kernel_dir(kernel_dir: Path) -> list[str]:
             found += scan_source(text, f"solution.json:{rel}")
         elif native_file(rel):
             found += [f"solution.json:{rel}: {what}" for what in native_source_problems(text, always=True)]
-    return found + [f"solution.json: {what}" for what in compile_option_problems(Path(kernel_dir))]
+    found += [f"solution.json: {what}" for what in compile_option_problems(Path(kernel_dir))]
+    technique = named_technique(found)  # what the refused lines do together, first (l2_pinning.py)
+    return [technique, *found] if technique else found
 
 
 def compile_option_problems(kernel_dir: Path) -> list[str]:
@@ -3254,3 +3257,7 @@ def _own_init(node: ast.Attribute, parents: dict[int, ast.AST], names: Bindings)
         and own_instance(node, receiver.id, parents)
         and _classmethod_class(node, receiver.id, parents) is None
     )
+
+
+# Round 16, timing: data pinned in the L2 across the harness's flush (l2_pinning.py): cuda-python's names.
+BANNED_ATTRIBUTES = BANNED_ATTRIBUTES | PINNING_NAMES
