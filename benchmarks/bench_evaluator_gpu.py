@@ -52,8 +52,9 @@ CPU_ADV_SHAPES = ["33bf737d-3b37-4e38-be80-ea39b4b46ae6"]
 
 def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
              shape_ids: list[str] | None = None, timeout_s: float = 300, settle_s: float = 0.0,
-             profile: bool = False) -> dict[str, Any]:
+             profile: bool = False, env_extra: dict[str, str] | None = None) -> dict[str, Any]:
     """One harness evaluation in a fresh job dir; returns result.json plus wall time and exit code.
+    `env_extra` joins the job's environment (CUDA_VISIBLE_DEVICES: which GPU it may see).
     With `settle_s`, result.json is read again that much later: a rewrite after exit is a forged verdict.
     With `profile`, the trusted parent runs under cProfile (top functions by cumulative time returned)."""
     with tempfile.TemporaryDirectory(prefix="aka_bench_job_") as tmp:
@@ -71,6 +72,7 @@ def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
                "PYTHONPATH": "."}
         if device == "cpu":
             env["TRITON_INTERPRET"] = "1"
+        env.update(env_extra or {})
         t0 = time.perf_counter()
         try:
             proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)

@@ -7,7 +7,13 @@ committed: the dataset's licence). Every evaluation runs the harness as a job do
 `python -m harness evaluate`); results go, one JSON line each, to --out as they finish, so a cut-off call
 keeps what it measured and `--resume` skips what a file already holds.
 
-    python3 benchmarks/bench_public_corpus.py --kind references --device cuda --parallel 6 --out r.jsonl
+On CUDA, give each evaluation a GPU of its own (`--gpus N`: N at a time, each seeing one GPU), as a
+campaign's host-wide GPU lock does. Several on one GPU (`--parallel` alone) measures crowding, not the
+evaluator: on one H200 with 8 at a time (round 16), 47 of 95 verdicts that were not PASS were the other
+evaluations' memory (CUDA out of memory) and 16 references were called REWARD_HACK by the burst check,
+whose clock the other processes' kernels slowed.
+
+    python3 benchmarks/bench_public_corpus.py --kind references --device cuda --gpus 8 --out r.jsonl
     python3 benchmarks/bench_public_corpus.py --kind solutions --device cuda --only 069_rms_norm
     python3 benchmarks/bench_public_corpus.py --table r.jsonl          # the table of a results file
 """
@@ -18,6 +24,7 @@ import argparse
 import collections
 import concurrent.futures
 import json
+import queue
 import random
 import sys
 import tempfile
@@ -58,13 +65,22 @@ def items(
     return found
 
 
-def one(label: str, problem: Path, solution: Path | None, device: str, timeout_s: float) -> dict[str, Any]:
+def one(
+    label: str, problem: Path, solution: Path | None, device: str, timeout_s: float, gpus: queue.Queue | None
+) -> dict[str, Any]:
+    """One evaluation, on a GPU of its own when `gpus` holds free GPU indices (taken, then given back)."""
     meta = json.loads((problem / "metadata.json").read_text())
-    with tempfile.TemporaryDirectory(prefix="aka_corpus_") as tmp:
-        kernel = solution or reference_kernel(problem, Path(tmp) / "kernel")
-        t0 = time.perf_counter()
-        res = evaluate(problem, kernel, device, 3, None, timeout_s)
-        wall = time.perf_counter() - t0
+    gpu = gpus.get() if gpus is not None else None
+    try:
+        with tempfile.TemporaryDirectory(prefix="aka_corpus_") as tmp:
+            kernel = solution or reference_kernel(problem, Path(tmp) / "kernel")
+            env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
+            t0 = time.perf_counter()
+            res = evaluate(problem, kernel, device, 3, None, timeout_s, env_extra=env)
+            wall = time.perf_counter() - t0
+    finally:
+        if gpus is not None:
+            gpus.put(gpu)
     workloads = res.get("workloads") or []
     return {
         "label": label,
@@ -77,6 +93,7 @@ def one(label: str, problem: Path, solution: Path | None, device: str, timeout_s
         "workload_status": dict(collections.Counter(str(w.get("status")) for w in workloads)),
         "speedup": res.get("speedup"),
         "device": device,
+        "gpu": gpu,
     }
 
 
@@ -114,7 +131,8 @@ def main() -> int:
     ap.add_argument("--corpus", type=Path, default=CORPUS)
     ap.add_argument("--kind", choices=("references", "solutions"), default="references")
     ap.add_argument("--device", default="cuda", choices=("cuda", "cpu", "auto"))
-    ap.add_argument("--parallel", type=int, default=4)
+    ap.add_argument("--parallel", type=int, default=4, help="at a time (on one device, unless --gpus)")
+    ap.add_argument("--gpus", type=int, default=0, help="N GPUs: N at a time, each evaluation on its own")
     ap.add_argument("--timeout", type=float, default=300.0, help="per evaluation, seconds")
     ap.add_argument("--only", nargs="*", default=[], help="problem names containing any of these")
     ap.add_argument("--subset", help="L1, L2, Quant or FlashInfer-Bench")
@@ -142,10 +160,16 @@ def main() -> int:
         random.Random(args.shuffle).shuffle(todo)
     if args.limit:
         todo = todo[: args.limit]
+    gpus: queue.Queue | None = None
+    if args.gpus:
+        gpus = queue.Queue()
+        for i in range(args.gpus):
+            gpus.put(i)
+        args.parallel = args.gpus
     print(f"{len(todo)} evaluations ({args.kind}, {args.device}, {args.parallel} at a time)", flush=True)
     rows = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        futures = [pool.submit(one, *t, args.device, args.timeout) for t in todo]
+        futures = [pool.submit(one, *t, args.device, args.timeout, gpus) for t in todo]
         for fut in concurrent.futures.as_completed(futures):
             row = fut.result()
             rows.append(row)
