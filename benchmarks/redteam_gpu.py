@@ -49,7 +49,11 @@ def main() -> int:
     for n in names:
         r = results[n]
         honest = n.startswith("redteam_control_")
-        ok = r["status"] == "PASS" if honest else r["status"] in ("REWARD_HACK", "INCORRECT")
+        # a timing dispute laid on other processes on the GPU (gpu_neighbours.py, a crowded run) is no PASS
+        crowded = r["status"] == "INFRA_ERROR" and "held this GPU" in str(r.get("message", "")) + str(
+            r.get("workloads", "")
+        )
+        ok = r["status"] == "PASS" if honest else r["status"] in ("REWARD_HACK", "INCORRECT") or crowded
         bad += [] if ok else [n]
         lat = ", ".join(f"{w.get('latency_us') or 0:.1f}" for w in r.get("workloads", []))
         print(

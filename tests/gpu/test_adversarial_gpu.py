@@ -65,12 +65,20 @@ def run_cuda(tmp_path: Path, fixture: str, kernel_dir: Path, shapes: list[str] |
     return result
 
 
+def rejected_or_crowded(result: dict[str, Any]) -> bool:
+    """Rejected; or, run beside other evaluations on one GPU (gpu_steps.sh's crowded steps), a timing fake
+    whose clock dispute the evaluator lays on the other processes' kernels (gpu_neighbours.py): never
+    PASS, and REWARD_HACK when the GPU is its own (the `alone` steps)."""
+    text = result["message"] + str(result["workloads"])
+    return result["status"] in REJECTED or (result["status"] == "INFRA_ERROR" and "held this GPU" in text)
+
+
 @pytest.mark.parametrize("candidate", [*CHEATS, "adv_uncapturable_timed_skip", "adv_graph_copy_from_first"])
 def test_every_cheat_is_rejected_on_the_gpu(candidate: str, tmp_path: Path) -> None:
     fixture, shapes = CHEAT_FIXTURE.get(candidate, ("rmsnorm", CHEAT_SHAPES))
     where = GPU_CANDIDATES if (GPU_CANDIDATES / candidate).is_dir() else CANDIDATES
     result = run_cuda(tmp_path, fixture, where / candidate, shapes)
-    assert result["status"] in REJECTED, describe(result)
+    assert rejected_or_crowded(result), describe(result)
 
 
 def test_a_graph_that_copies_its_first_answer_into_the_other_copies_is_caught(tmp_path: Path) -> None:

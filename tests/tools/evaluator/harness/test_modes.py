@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import torch
 
-from aka_graph.tools.evaluator.harness import modes
+from aka_graph.tools.evaluator.harness import gpu_neighbours, modes
 from aka_graph.tools.evaluator.harness.plausibility import (
     DISAGREEMENT,
     DISPUTE_RETRIES,
@@ -79,13 +79,31 @@ def test_an_honest_kernel_timed_before_the_gpu_got_busy_is_timed_again_and_passe
     assert "timed again" in verdict.message and "3.400 us" in verdict.message
 
 
-def test_a_report_that_disagrees_every_time_is_tampering(parent_clock) -> None:
+def test_a_report_that_disagrees_every_time_is_tampering(
+    monkeypatch: pytest.MonkeyPatch, parent_clock
+) -> None:
+    monkeypatch.setattr(gpu_neighbours, "others_on_gpu", lambda own, uuid: 0)  # the GPU its own
     ks = FakeKernelState([3.4])  # a fake: always 3.4 us, the parent's clock always 5.9 us
     parent_clock.extend([5.9])
     assert modes._time_round(SESSION, ks, 0) is None
     verdict = ks.verdicts[0]
     assert verdict.status == "REWARD_HACK" and DISAGREEMENT in verdict.message
     assert ks.rounds == 1 + DISPUTE_RETRIES and not verdict.latencies
+
+
+def test_a_report_that_disagrees_every_time_on_a_shared_gpu_is_the_environments(
+    monkeypatch: pytest.MonkeyPatch, parent_clock
+) -> None:
+    """Round 16: 8 evaluations on one H200, 16 honest references called REWARD_HACK by the burst that the
+    other processes' kernels slowed. With other processes on the GPU the dispute is INFRA_ERROR."""
+    monkeypatch.setattr(gpu_neighbours, "others_on_gpu", lambda own, uuid: 3)  # what nvidia-smi would say
+    ks = FakeKernelState([3.4])
+    parent_clock.extend([5.9])
+    assert modes._time_round(SESSION, ks, 0) is None
+    verdict = ks.verdicts[0]
+    assert verdict.status == "INFRA_ERROR" and DISAGREEMENT in verdict.message
+    assert "3 other process(es) held this GPU" in verdict.message
+    assert ks.rounds == 1 + DISPUTE_RETRIES
 
 
 def test_a_failed_burst_is_final_at_once(monkeypatch: pytest.MonkeyPatch, parent_clock) -> None:
