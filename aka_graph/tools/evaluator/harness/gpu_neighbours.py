@@ -80,10 +80,15 @@ def our_processes() -> set[int]:
     return {me, *OWN_PIDS, *(p.pid for p in descendants(me))}
 
 
+def sharing(device: object) -> int:
+    """How many other processes hold this GPU (0 where nvidia-smi cannot say)."""
+    return others_on_gpu(our_processes(), device_uuid(device)) or 0
+
+
 def shared_gpu_verdict(found: tuple[str, str], device: object) -> tuple[str, str]:
     """`found` (a clock dispute that outlived its retries) as INFRA_ERROR when other processes used the
     GPU, else unchanged."""
-    others = others_on_gpu(our_processes(), device_uuid(device))
+    others = sharing(device)
     if not others:
         return found
     return (

@@ -16,6 +16,7 @@ import random
 from functools import partial
 from typing import Any
 
+from . import gpu_neighbours
 from .memory import SMALL_BYTES, fresh_sets
 from .plausibility import BurstInputs
 from .runner import digest
@@ -178,13 +179,16 @@ def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
     """The worker reports how many fresh sets its timed calls used, and 0 means "nothing to verify":
     where the sets are small enough that memory cannot have limited them, the parent holds it to the
     number `memory.fresh_sets` gives (code in the worker that edits its reply would otherwise switch
-    this check off)."""
+    this check off), unless other processes hold the same GPU (gpu_neighbours.py): their memory is
+    then what the worker could not use."""
     nbytes = session.input_bytes.get(idx)  # recorded when the reference's inputs were drawn
     if nbytes is None or nbytes > HELD_BYTES:
         return None  # the worker's free memory may have limited them: its count stands
     expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type)
     if size == expected:
         return None
+    if session.device.type == "cuda" and gpu_neighbours.sharing(session.device):
+        return None  # other processes' memory on this GPU may have limited them (round 16: 8 on one H200)
     return (
         f"the worker timed its calls on {size} fresh input sets where {expected} fit "
         f"({nbytes / 2**20:.1f} MiB each): the report of the timed calls was edited"
