@@ -35,15 +35,37 @@ def _uuid_key(uuid: str) -> str:
     return re.sub(r"[^0-9a-f]", "", uuid.lower().removeprefix("gpu-"))
 
 
-def strangers(apps: list[tuple[int, str]], own: set[int], device_uuid: str | None) -> int:
+DEVICE_FILE = re.compile(r"/dev/nvidia\d+")  # every process with a CUDA context holds one open
+
+
+def holding_a_gpu(pids: set[int], device_file: re.Pattern[str] = DEVICE_FILE) -> int:
+    """How many of `pids` have a GPU's device file open."""
+    held = 0
+    for pid in pids:
+        try:
+            fds = os.listdir(f"/proc/{pid}/fd")
+        except OSError:
+            continue
+        for fd in fds:
+            try:
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+            except OSError:
+                continue
+            if device_file.fullmatch(target):
+                held += 1
+                break
+    return held
+
+
+def strangers(apps: list[tuple[int, str]], own: set[int], device_uuid: str | None, contexts: int) -> int:
     """How many processes on this GPU (`device_uuid`; every GPU when unknown) are not ours. When no pid
-    of ours is listed (the driver reports pids of another namespace), by count: all but as many as we
-    hold."""
+    of ours is listed (the driver reports the pids of another namespace: a sandbox's), by count: all but
+    the `contexts` our processes hold."""
     key = _uuid_key(device_uuid) if device_uuid else None
     here = {pid for pid, uuid in apps if key is None or _uuid_key(uuid) == key}
     if here & own:
         return len(here - own)
-    return max(0, len(here) - len(own))
+    return max(0, len(here) - contexts)
 
 
 def others_on_gpu(own: set[int], device_uuid: str | None, timeout_s: float = 20.0) -> int | None:
@@ -58,7 +80,7 @@ def others_on_gpu(own: set[int], device_uuid: str | None, timeout_s: float = 20.
         return None
     if out.returncode != 0:
         return None
-    return strangers(compute_apps(out.stdout), own, device_uuid)
+    return strangers(compute_apps(out.stdout), own, device_uuid, holding_a_gpu(own))
 
 
 def device_uuid(device: object) -> str | None:

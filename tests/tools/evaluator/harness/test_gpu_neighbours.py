@@ -5,6 +5,7 @@ driver is asked through nvidia-smi; here a stand-in script prints what nvidia-sm
 from __future__ import annotations
 
 import os
+import re
 import stat
 from pathlib import Path
 
@@ -13,6 +14,7 @@ import pytest
 from aka_graph.tools.evaluator.harness import gpu_neighbours
 from aka_graph.tools.evaluator.harness.gpu_neighbours import (
     compute_apps,
+    holding_a_gpu,
     others_on_gpu,
     shared_gpu_verdict,
     strangers,
@@ -30,16 +32,27 @@ def test_nvidia_smis_csv_is_read_and_its_other_lines_ignored() -> None:
 
 def test_only_processes_on_this_gpu_that_are_not_ours_count() -> None:
     apps = [(100, OURS), (101, OURS), (200, OURS), (300, NEIGHBOUR)]
-    assert strangers(apps, {100, 101}, OURS) == 1
-    assert strangers(apps, {100, 101}, OURS.removeprefix("GPU-").upper()) == 1  # torch's spelling
-    assert strangers(apps, {100, 101, 200}, OURS) == 0
-    assert strangers(apps, {100, 101}, None) == 2  # the GPU unknown: every GPU's
+    assert strangers(apps, {100, 101}, OURS, 2) == 1
+    assert strangers(apps, {100, 101}, OURS.removeprefix("GPU-").upper(), 2) == 1  # torch's spelling
+    assert strangers(apps, {100, 101, 200}, OURS, 3) == 0
+    assert strangers(apps, {100, 101}, None, 2) == 2  # the GPU unknown: every GPU's
 
 
-def test_pids_of_another_namespace_are_counted_against_ours() -> None:
+def test_pids_of_another_namespace_are_counted_against_the_contexts_we_hold() -> None:
     apps = [(9001, OURS), (9002, OURS), (9003, OURS)]
-    assert strangers(apps, {100, 101}, OURS) == 1
-    assert strangers(apps[:2], {100, 101}, OURS) == 0
+    assert strangers(apps, {1, 7, 8, 9}, OURS, 2) == 1  # a jail's pids: 4 processes, 2 with a context
+    assert strangers(apps[:2], {1, 7, 8, 9}, OURS, 2) == 0
+
+
+def test_a_process_holding_a_device_file_open_is_counted_once(tmp_path: Path) -> None:
+    device = tmp_path / "nvidia0"  # a stand-in for /dev/nvidia0, opened twice by this process
+    device.write_text("")
+    pattern = re.compile(re.escape(str(tmp_path)) + r"/nvidia\d+")
+    assert holding_a_gpu({os.getpid()}, pattern) == 0
+    with device.open() as a, device.open() as b:
+        assert a and b
+        assert holding_a_gpu({os.getpid(), 2**22 + 11}, pattern) == 1  # the second pid: no such process
+    assert holding_a_gpu({os.getpid()}, pattern) == 0
 
 
 def _fake_smi(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, body: str) -> None:
