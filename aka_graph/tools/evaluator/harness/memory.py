@@ -175,6 +175,22 @@ def collect_here(generation: int = 0) -> None:
     gc.collect(generation)
 
 
+CACHED_BYTES = GIB  # unused device memory the parent's allocator may keep after judging (release_cached)
+
+
+def release_cached(device: torch.device, threshold: int = CACHED_BYTES) -> None:
+    """Hand the caching allocator's unused device memory back to the driver when it holds more than
+    `threshold`. Judging a large output makes float32 temporaries of several times its size (numerics:
+    ~15x a bf16 output); kept cached, they starved the worker: the parent of an attention backward held
+    78 GiB after judging 2.7 GB outputs, and the worker's timing then ran out of memory beside it
+    (round 17, on the H200)."""
+    if device.type != "cuda":
+        return
+    cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+    if cached > threshold:
+        release(device)
+
+
 def release(device: torch.device, threshold: int = SMALL_BYTES, freed: int | None = None) -> None:
     """Hand freed device memory back to the driver when it was large (the other process, parent or
     worker, evaluates the same workload at the same time and sees only what the driver has free; the

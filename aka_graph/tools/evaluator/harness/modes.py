@@ -5,15 +5,19 @@ from __future__ import annotations
 
 import statistics
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
+
+import torch
 
 from . import report
 from .gpu_neighbours import shared_gpu_verdict
 from .graphcheck import verify_graph_copies
 from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
+from .memory import release_cached
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
 from .refcache import flush as flush_reference_cache
@@ -200,6 +204,7 @@ def _time_round(
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
     if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
         reval = pool_seed = None
+    expected = revalidation_expected(session, idx, reval) if reval is not None else None
     helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
     msg = {
         "cmd": "time",
@@ -236,12 +241,11 @@ def _time_round(
         return None
     if reval is not None:
         verdict.revalidated = True
-        with span("timing.revalidation_reference"):
-            inputs = session.reference.revalidation_inputs(
-                idx, reval[0], reval[1], reply.get("reval_scalars"), session.bench_seed
-            )
-            fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
-            want, _ = session.reference.outputs(idx, inputs)
+        assert expected is not None
+        if not expected.drawn_with(reply.get("reval_scalars")):  # the captured scalars: drawn again
+            expected = revalidation_expected(session, idx, reval, reply.get("reval_scalars"))
+        fresh_digest, want = expected.digest, expected.outputs
+        del expected
         probe = type(verdict)()
         if reply["reval_digest"] != fresh_digest:
             probe.fail("INCORRECT", "the worker's re-validation inputs differ from the parent's")
@@ -311,6 +315,42 @@ def _time_round(
         )
         verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     return latency
+
+
+@dataclass
+class RevalidationExpected:
+    """The reference's outputs on a re-validation's fresh inputs, computed before the worker times.
+
+    Computed after the worker's reply, the reference's temporaries met the worker's timing bench (its
+    graph's pool, its copies), which the worker keeps for the parent's checks of that round: a decoder
+    block at 2 x 8192 tokens (the worker then held 104 GiB) and an attention backward (78 GiB) ran the
+    parent out of memory on the H200 (round 17). Before the request the worker holds no bench of this
+    workload, and the parent keeps only the outputs."""
+
+    digest: list[float]  # of the inputs, before the reference ran (it may update them in place)
+    outputs: list[Any]
+    scalars: list[Any]  # the inputs' Python scalars as drawn (None for a tensor)
+
+    def drawn_with(self, scalars: list[Any] | None) -> bool:
+        """Whether the worker's re-validation used these inputs' scalars (or reported none): a CUDA graph
+        keeps the scalars it was captured with, and the inputs are then drawn with those."""
+        if not scalars or len(scalars) != len(self.scalars):
+            return True
+        return all(mine is None or mine == theirs for mine, theirs in zip(self.scalars, scalars, strict=True))
+
+
+def revalidation_expected(
+    session: Session, idx: int, reval: list[Any], scalars: list[Any] | None = None
+) -> RevalidationExpected:
+    """The re-validation's inputs drawn (with the worker's `scalars` where given) and the reference run."""
+    with span("timing.revalidation_reference"):
+        inputs = session.reference.revalidation_inputs(idx, reval[0], reval[1], scalars, session.bench_seed)
+        drawn = [None if isinstance(v, torch.Tensor) else v for v in inputs]
+        fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
+        want, _ = session.reference.outputs(idx, inputs)
+        del inputs
+        release_cached(session.device)  # the reference's temporaries: the worker times next
+    return RevalidationExpected(fresh_digest, want, drawn)
 
 
 def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dict[int, Any]) -> dict:

@@ -20,7 +20,7 @@ from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, dtype_of, fp4x2_values
 from .loading import load_operator
-from .memory import release, spare_bytes
+from .memory import release, release_cached, spare_bytes
 from .neartie import (
     BUDGET_S,
     MATCHED_BEFORE_TIES,
@@ -418,7 +418,24 @@ class Session:
         (SOL compares outputs only: a user coming from it should learn why that is not enough here).
         `inputs`: the call's inputs drawn again (as they were before the reference ran, `rng_seed` its
         generators' seed): an output wrong on its values is judged again where the reference itself is
-        unstable, against the reference on nudged inputs (neartie.py)."""
+        unstable, against the reference on nudged inputs (neartie.py). The comparison's temporaries are
+        handed back to the driver when large (memory.release_cached): the worker needs them next."""
+        try:
+            return self._judge_outputs(verdict, got, want, idx, what, untouched, inputs, rng_seed)
+        finally:
+            release_cached(self.device)
+
+    def _judge_outputs(
+        self,
+        verdict: WorkloadVerdict,
+        got: list[Any],
+        want: list[Any],
+        idx: int,
+        what: str,
+        untouched: Collection[int],
+        inputs: Callable[[], list[Any]] | None,
+        rng_seed: int | None,
+    ) -> bool:
         tol = self.op.workloads[idx].tolerance
         if len(got) != len(want):
             verdict.fail("INCORRECT", f"{what}: {len(got)} outputs, expected {len(want)}")

@@ -12,8 +12,14 @@ Standard library only (imported by the protocol before torch matters).
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator
+
+# A timeline for diagnosis (the benchmarks' memory probe lines it up with the driver's per-process
+# memory): with AKA_SPAN_TRACE=<file> in the parent's environment, each span appends "pid start end name".
+# The worker's environment never carries it (worker_proc.INHERITED).
+TRACE_VAR = "AKA_SPAN_TRACE"
 
 _TOTALS: dict[str, float] = {}
 _COUNTS: dict[str, int] = {}
@@ -26,8 +32,14 @@ def span(name: str) -> Iterator[None]:
     try:
         yield
     finally:
-        _TOTALS[name] = _TOTALS.get(name, 0.0) + time.perf_counter() - start
+        took = time.perf_counter() - start
+        _TOTALS[name] = _TOTALS.get(name, 0.0) + took
         _COUNTS[name] = _COUNTS.get(name, 0) + 1
+        trace = os.environ.get(TRACE_VAR)
+        if trace:
+            end = time.time()
+            with contextlib.suppress(OSError), open(trace, "a") as f:
+                f.write(f"{os.getpid()} {end - took:.3f} {end:.3f} {name}\n")
 
 
 def reset() -> None:

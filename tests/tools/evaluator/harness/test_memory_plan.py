@@ -280,3 +280,24 @@ def test_large_benches_stay_resident_only_while_modest_beside_what_is_free() -> 
     assert worth_parking(13 * gib, 120 * gib)  # an MoE experts bench: beyond KEEP_LARGE_BYTES
     assert worth_parking(2 * gib, 12 * gib)  # a small GPU: beyond an eighth of what is free
     assert worth_parking(KEEP_LARGE_BYTES + 1, 1000 * gib) and not worth_parking(KEEP_LARGE_BYTES, 1000 * gib)
+
+
+@pytest.mark.parametrize(
+    ("device", "reserved", "allocated", "released"),
+    [
+        ("cuda", 80 * GIB, 16 * GIB, True),  # round 17: the parent kept 62 GiB of a comparison's temporaries
+        ("cuda", 3 * GIB, 2 * GIB + 512 * MIB, False),  # half a GiB cached: not worth a synchronization
+        ("cpu", 80 * GIB, 0, False),  # the host's allocator returns memory itself
+    ],
+)
+def test_the_parent_hands_back_large_cached_device_memory_after_judging(
+    monkeypatch: pytest.MonkeyPatch, device: str, reserved: int, allocated: int, released: bool
+) -> None:
+    import aka_graph.tools.evaluator.harness.memory as memory_mod
+
+    calls: list[torch.device] = []
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda d=None: reserved)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d=None: allocated)
+    monkeypatch.setattr(memory_mod, "release", lambda d, *a, **k: calls.append(d))
+    memory_mod.release_cached(torch.device(device))
+    assert bool(calls) is released

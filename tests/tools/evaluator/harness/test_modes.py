@@ -22,6 +22,7 @@ from aka_graph.tools.evaluator.harness.plausibility import (
     GPU_TOLERANCE,
     implausible,
 )
+from aka_graph.tools.evaluator.harness.runner import digest
 from aka_graph.tools.evaluator.harness.session import WorkloadVerdict
 from aka_graph.tools.evaluator.harness.timing import summarize
 
@@ -118,3 +119,79 @@ def test_an_agreeing_report_is_kept_without_a_second_round(parent_clock) -> None
     parent_clock.extend([5.9])
     assert modes._time_round(SESSION, ks, 0) == pytest.approx(5.8)
     assert ks.rounds == 1 and ks.verdicts[0].message == ""
+
+
+# The re-validation's expected outputs (round 17): computed after the worker's reply, the reference's
+# temporaries met the worker's timing bench, which it keeps for the parent's checks of that round (a
+# decoder block at 2 x 8192 tokens: 104 GiB in the worker, the parent out of memory on the H200).
+
+
+class RevalidatedWorker(FakeKernelState):
+    """A worker that re-validates honestly: its fresh inputs are the parent's, its outputs the reference's;
+    `scalars` the Python scalars it reports using (a graph keeps the ones it was captured with)."""
+
+    def __init__(self, log: list[Any], scalars: list[Any] | None = None) -> None:
+        super().__init__([5.8])
+        self.verdicts = {0: WorkloadVerdict()}  # not re-validated yet: this round re-validates
+        self.log, self.scalars = log, scalars
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        self.log.append("worker times")
+        reply = super().request(msg, timeout_s)
+        inputs = drawn(msg["reval"][0], self.scalars)
+        reply.update(reval_digest=digest(inputs), reval_outputs=[inputs[0] * 2], reval_scalars=self.scalars)
+        return reply
+
+
+def drawn(seed: int, scalars: list[Any] | None) -> list[Any]:
+    """The re-validation's inputs: a tensor from the seed and one scalar (the worker's when it says)."""
+    return [torch.full((4,), float(seed % 1000)), scalars[1] if scalars else 7]
+
+
+@pytest.fixture
+def revalidating(monkeypatch: pytest.MonkeyPatch, parent_clock) -> tuple[SimpleNamespace, list[Any]]:
+    """A session whose reference logs when it runs, and the log."""
+    log: list[Any] = []
+
+    def revalidation_inputs(idx: int, seed: int, scale: float, scalars: Any, bench_seed: int) -> list[Any]:
+        return drawn(seed, scalars)
+
+    def outputs(idx: int, inputs: list[Any]) -> tuple[list[Any], None]:
+        log.append(("reference runs", inputs[1]))
+        return [inputs[0] * 2], None
+
+    def judge_outputs(verdict: Any, got: list[Any], want: list[Any], *a: Any, **k: Any) -> bool:
+        return torch.equal(got[0], want[0])
+
+    reference = SimpleNamespace(revalidation_inputs=revalidation_inputs, outputs=outputs)
+    session = SimpleNamespace(**vars(SESSION), reference=reference, judge_outputs=judge_outputs)
+    monkeypatch.setattr(modes, "release_cached", lambda device: None)  # no CUDA on this host
+    parent_clock.extend([5.9])
+    return session, log
+
+
+def test_the_reference_runs_on_the_revalidation_inputs_before_the_worker_times(revalidating) -> None:
+    session, log = revalidating
+    ks = RevalidatedWorker(log)
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert log == [("reference runs", 7), "worker times"]
+    assert ks.verdicts[0].status == "PASS" and ks.verdicts[0].revalidated
+
+
+def test_a_worker_that_kept_its_captured_scalars_gets_the_reference_run_again_on_them(revalidating) -> None:
+    session, log = revalidating
+    ks = RevalidatedWorker(log, scalars=[None, 9])  # its graph was captured with 9
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert log == [("reference runs", 7), "worker times", ("reference runs", 9)]
+    assert ks.verdicts[0].status == "PASS"
+
+
+@pytest.mark.parametrize(
+    ("reported", "same"),
+    [(None, True), ([], True), ([None, 7], True), ([None], True), ([None, 9], False), ([None, 7.5], False)],
+)
+def test_revalidation_inputs_count_as_drawn_where_the_scalars_agree(
+    reported: Any, same: bool
+) -> None:
+    expected = modes.RevalidationExpected(digest=[0.0], outputs=[], scalars=[None, 7])
+    assert expected.drawn_with(reported) is same
