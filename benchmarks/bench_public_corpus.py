@@ -92,6 +92,7 @@ def one(
         "workloads": len(workloads),
         "workload_status": dict(collections.Counter(str(w.get("status")) for w in workloads)),
         "speedup": res.get("speedup"),
+        "phases_s": res.get("phases_s"),  # where a slow problem's time went
         "device": device,
         "gpu": gpu,
     }

@@ -590,6 +590,10 @@ WATCHED_OPS = tuple(
         "view_as",
         "resolve_conj",
         "resolve_neg",
+        # the comparison's in-place steps (numerics.check_output: its temporaries kept small, round 17)
+        "abs_",
+        "clamp_min_",
+        "masked_fill_",
     ]
 )
 
