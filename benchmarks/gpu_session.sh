@@ -81,14 +81,7 @@ PY
     python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print(' status', r['status'], 'workloads', len(r['workloads']), 'phases', r.get('phases_s'))" "$OUT/rmsnorm_eval_$i.json" || rc=1
   done
   if [ -d .gpu/sol/src/src ]; then
-    python3 -m pip install -q --no-index --no-deps --target /tmp/sol-site .gpu/sol/whl/*.whl >/dev/null 2>&1 || true
-    for i in 1 2; do
-      /usr/bin/time -f "SOL-ExecBench CLI process $i: %e s wall" env PYTHONPATH="/tmp/sol-site:$REPO/.gpu/sol/src/src:$SITE" \
-        python3 -c 'import sys; from sol_execbench.cli.main import cli; sys.argv[0] = "sol-execbench"; cli()' \
-        "$op" --solution "$REPO/.gpu/sol/src/examples/triton/rmsnorm/solution_triton.json" --json \
-        > "$OUT/sol_cli_rmsnorm_$i.json" 2> "$OUT/sol_cli_rmsnorm_$i.err" || { echo " (CLI exit $?)"; tail -5 "$OUT/sol_cli_rmsnorm_$i.err"; }
-      tail -1 "$OUT/sol_cli_rmsnorm_$i.err"
-    done
+    bash benchmarks/sol_cli_time.sh "$OUT" "$op"
     python3 - "$OUT" <<'PY' || true
 import json, pathlib, statistics, sys
 out = pathlib.Path(sys.argv[1])

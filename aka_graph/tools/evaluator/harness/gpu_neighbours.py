@@ -57,12 +57,17 @@ def holding_a_gpu(pids: set[int], device_file: re.Pattern[str] = DEVICE_FILE) ->
     return held
 
 
+def on_this_gpu(apps: list[tuple[int, str]], device_uuid: str | None) -> set[int]:
+    """The pids the driver lists on this GPU (`device_uuid`; on every GPU when unknown)."""
+    key = _uuid_key(device_uuid) if device_uuid else None
+    return {pid for pid, uuid in apps if key is None or _uuid_key(uuid) == key}
+
+
 def strangers(apps: list[tuple[int, str]], own: set[int], device_uuid: str | None, contexts: int) -> int:
     """How many processes on this GPU (`device_uuid`; every GPU when unknown) are not ours. When no pid
     of ours is listed (the driver reports the pids of another namespace: a sandbox's), by count: all but
     the `contexts` our processes hold."""
-    key = _uuid_key(device_uuid) if device_uuid else None
-    here = {pid for pid, uuid in apps if key is None or _uuid_key(uuid) == key}
+    here = on_this_gpu(apps, device_uuid)
     if here & own:
         return len(here - own)
     return max(0, len(here) - contexts)
@@ -80,7 +85,10 @@ def others_on_gpu(own: set[int], device_uuid: str | None, timeout_s: float = 20.
         return None
     if out.returncode != 0:
         return None
-    return strangers(compute_apps(out.stdout), own, device_uuid, holding_a_gpu(own))
+    apps = compute_apps(out.stdout)
+    # our contexts are counted only where the driver's pids are another namespace's (a sandbox's)
+    contexts = 0 if on_this_gpu(apps, device_uuid) & own else holding_a_gpu(own)
+    return strangers(apps, own, device_uuid, contexts)
 
 
 def device_uuid(device: object) -> str | None:

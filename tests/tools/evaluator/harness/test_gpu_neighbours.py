@@ -73,6 +73,18 @@ def test_nvidia_smi_is_asked_and_silence_or_failure_is_no_answer(
     assert others_on_gpu({os.getpid()}, OURS) is None
 
 
+def test_our_device_files_are_read_only_where_the_driver_lists_no_pid_of_ours(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Walking every descriptor of our processes is wasted where the driver's pids are ours."""
+    walked: list[set[int]] = []
+    monkeypatch.setattr(gpu_neighbours, "holding_a_gpu", lambda pids: walked.append(pids) or 1)
+    _fake_smi(tmp_path, monkeypatch, f'echo "{os.getpid()}, {OURS}"\necho "4242, {OURS}"\n')
+    assert others_on_gpu({os.getpid()}, OURS) == 1 and walked == []
+    _fake_smi(tmp_path, monkeypatch, f'echo "17, {OURS}"\necho "18, {OURS}"\n')  # a sandbox's namespace
+    assert others_on_gpu({os.getpid()}, OURS) == 1 and walked == [{os.getpid()}]
+
+
 def test_a_dispute_on_a_shared_gpu_is_the_environments(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
