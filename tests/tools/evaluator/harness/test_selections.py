@@ -1,6 +1,7 @@
 """Index outputs judged by what they select (selections.py): a top-k, arg-max or arg-min that breaks
-ties among equal values its own way passes; indices that select other values, repeat a position, or are
-explained only by a constant input do not."""
+ties among equal values its own way passes, and so do any distinct indices on a constant (padding) row;
+indices that select other values, repeat a position, or are explained only by an input constant in most
+rows do not."""
 
 from __future__ import annotations
 
@@ -72,6 +73,28 @@ def test_indices_explained_only_by_a_constant_input_are_not_excused() -> None:
     want = (scores + bias).topk(4, dim=-1).indices
     got = torch.arange(4).expand(16, 4).contiguous()  # the first four positions, whatever they hold
     assert same_selection(got, want, [scores, bias]) is None
+
+
+def test_padding_rows_of_minus_infinity_are_ranked_by_any_distinct_indices() -> None:
+    """A serving batch's padding rows: every score -inf, so any k distinct positions are its top-k."""
+    x = _scores()
+    x[-4:] = float("-inf")
+    want, got = x.topk(8, dim=-1).indices, _last_of_ties(x, 8)
+    assert bool((got[-4:] != want[-4:]).any())
+    assert same_selection(got, want, [x]) == int((got != want).sum())
+    repeated = got.clone()
+    repeated[-1, 1] = repeated[-1, 0]  # the same padding position twice is still not a top-k
+    assert same_selection(repeated, want, [x]) is None
+
+
+def test_an_input_constant_but_for_a_row_explains_nothing() -> None:
+    scores = torch.randn(16, 32, generator=torch.Generator().manual_seed(2))
+    bias = torch.zeros(16, 32)
+    bias[0] = scores[0]  # the one row where it varies ranks like the scores
+    want = (scores + bias).topk(4, dim=-1).indices
+    got = want.clone()
+    got[1:] = torch.arange(4)  # the other rows: the first four positions, whatever they hold
+    assert same_selection(got, want, [bias]) is None
 
 
 def test_out_of_range_indices_nan_scores_and_float_outputs_are_not_judged() -> None:
