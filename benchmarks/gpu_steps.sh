@@ -10,7 +10,9 @@ pack() { tar czf "$OUT/${ROUND}_$CALL.tgz" -C "$WORK" . ; }
 trap pack EXIT
 say() { echo "== [$((SECONDS - T0)) s] $*"; }
 
-OUT=$WORK bash benchmarks/gpu_session.sh kit > "$WORK/kit.log" 2>&1 || { cat "$WORK/kit.log"; exit 1; }
+# gpu_session.sh tees the section into $WORK/kit.log itself: its console goes elsewhere (two writers of one
+# file left NUL bytes at its start, round 16)
+OUT=$WORK bash benchmarks/gpu_session.sh kit > "$WORK/kit.console" 2>&1 || { cat "$WORK/kit.console"; exit 1; }
 head -4 "$WORK/kit.log"
 export PYTHONPATH=/tmp/aka-site:$PWD
 touch /tmp/aka-site/.complete  # gpu_languages.sh then uses the same site as it is
