@@ -39,23 +39,13 @@ import torch
 from aka_graph.tools.evaluator.harness.neartie import nudged
 from aka_graph.tools.evaluator.harness.numerics import check_output
 from aka_graph.tools.evaluator.harness.opmodel import Tolerance
-from tests.tools.evaluator.harness.test_adversarial import CANDIDATES
+from tests.tools.evaluator.harness.near_tie_support import candidate_source, run_source
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
 
 MASK = FIXTURES / "redteam13_float_mask_attention"
 SORT = FIXTURES / "redteam13_sort_fp32"
 TOPK = FIXTURES / "redteam13_topk_integer_scores"
 TEMB = FIXTURES / "redteam13_timestep_embedding"
-
-
-def _candidate(name: str) -> str:
-    return (CANDIDATES / name / "kernel.py").read_text()
-
-
-def _module(source: str) -> dict[str, Any]:
-    scope: dict[str, Any] = {}
-    exec(compile(source, "<candidate>", "exec"), scope)  # our own fixtures and candidates
-    return scope
 
 
 def _outputs(result: Any) -> list[torch.Tensor]:
@@ -76,13 +66,13 @@ def _outputs(result: Any) -> list[torch.Tensor]:
 )
 def test_each_cheat_fails_the_comparison_without_nudged_references(op_dir: Path, cheat: str) -> None:
     definition = json.loads((op_dir / "definition.json").read_text())
-    ref = _module(definition["reference"])
+    ref = run_source(definition["reference"])
     axes = {k: v["value"] for k, v in definition["axes"].items() if v["type"] == "const"}
     axes.update(json.loads((op_dir / "workload.jsonl").read_text().splitlines()[0])["axes"])
     torch.manual_seed(0)
     inputs = ref["make_inputs"](axes, torch.device("cpu"))
     want = _outputs(ref["run"](**inputs))
-    got = _outputs(_module(_candidate(cheat))["run"](**inputs))
+    got = _outputs(run_source(candidate_source(cheat))["run"](**inputs))
     pairs = enumerate(zip(got, want, strict=True))
     verdicts = [check_output(f"out{j}", g, w, Tolerance()) for j, (g, w) in pairs]
     assert not all(v.ok for v in verdicts)
@@ -106,19 +96,19 @@ def test_a_nudge_keeps_the_zeros_of_a_float_mask(dtype: torch.dtype) -> None:
 
 @pytest.mark.slow
 def test_attention_ignoring_its_float_padding_mask_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, MASK, _candidate("redteam13_mask_ignored"))
+    _, res = evaluate(tmp_path, MASK, candidate_source("redteam13_mask_ignored"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
 @pytest.mark.slow
 def test_a_sort_on_fp16_keys_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, SORT, _candidate("redteam13_sort_fp16_keys"))
+    _, res = evaluate(tmp_path, SORT, candidate_source("redteam13_sort_fp16_keys"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
 @pytest.mark.slow
 def test_a_sort_returning_duplicate_indices_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, SORT, _candidate("redteam13_sort_repeats_indices"))
+    _, res = evaluate(tmp_path, SORT, candidate_source("redteam13_sort_repeats_indices"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
@@ -129,7 +119,7 @@ def test_a_sort_returning_duplicate_indices_is_incorrect(tmp_path: Path) -> None
 def test_a_timestep_embedding_from_fp16_timesteps_stays_incorrect(tmp_path: Path) -> None:
     """Some of its lines may be judged near-ties, depending on the directions the search draws (one in
     several CI runs drew none), but never enough of them to pass."""
-    _, res = evaluate(tmp_path, TEMB, _candidate("redteam13_timestep_fp16"))
+    _, res = evaluate(tmp_path, TEMB, candidate_source("redteam13_timestep_fp16"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
@@ -141,7 +131,7 @@ def test_top_k_breaking_many_exact_ties_the_other_way_passes(tmp_path: Path) -> 
     """Was a false alarm (positions among equal scores in another order matched < 50 % of the reference's
     indices, and whole numbers are not nudged): index outputs are now judged by the values they select
     (selections.py, round 16)."""
-    _, res = evaluate(tmp_path, TOPK, _candidate("honest13r_topk_ties_to_the_last"))
+    _, res = evaluate(tmp_path, TOPK, candidate_source("honest13r_topk_ties_to_the_last"))
     assert res["status"] == "PASS", res["message"]
 
 
@@ -161,5 +151,7 @@ def test_top_k_breaking_many_exact_ties_the_other_way_passes(tmp_path: Path) -> 
     ids=["mask_as_bool", "mask_reference", "sort_reference", "topk_reference", "temb_reference"],
 )
 def test_honest_controls_pass(tmp_path: Path, op_dir: Path, source: str | None) -> None:
-    code, res = evaluate(tmp_path, op_dir, _candidate(source) if source else reference_candidate(op_dir))
+    code, res = evaluate(
+        tmp_path, op_dir, candidate_source(source) if source else reference_candidate(op_dir)
+    )
     assert code == 0 and res["status"] == "PASS", res["message"]

@@ -32,18 +32,22 @@ with one unstable element (a nudged row equals the reference on its stable eleme
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
 import pytest
-import torch
 
-from aka_graph.tools.evaluator.harness.neartie import nudged
 from aka_graph.tools.evaluator.harness.numerics import check_output
 from aka_graph.tools.evaluator.harness.opmodel import Tolerance
+from tests.tools.evaluator.harness.near_tie_support import (
+    candidate_source,
+    custom_inputs,
+    moe_inputs,
+    near_tie_search,
+    reference_module,
+    run_source,
+)
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
-from tests.tools.evaluator.harness.test_redteam_round13 import _candidate, _module
 
 MOE = FIXTURES / "near_tie_moe_bf16"
 TIE = FIXTURES / "near_tie_vq"
@@ -51,55 +55,13 @@ FLAT = FIXTURES / "redteam13b_multihead_routing_flat"
 WHOLE = FIXTURES / "redteam13b_vq_whole_numbers"
 
 
-
-def _reference(op_dir: Path) -> dict[str, Any]:
-    return _module(json.loads((op_dir / "definition.json").read_text())["reference"])
-
-
-def _custom_inputs(op_dir: Path) -> list[torch.Tensor]:
-    definition = json.loads((op_dir / "definition.json").read_text())
-    axes = {k: v["value"] for k, v in definition["axes"].items() if v["type"] == "const"}
-    axes.update(json.loads((op_dir / "workload.jsonl").read_text().splitlines()[0])["axes"])
-    torch.manual_seed(0)
-    made = _reference(op_dir)["make_inputs"](axes, torch.device("cpu"))
-    return [made[name] for name in definition["inputs"]]
-
-
-def _moe_inputs(seed: int = 0) -> list[torch.Tensor]:
-    g = torch.Generator().manual_seed(seed)
-    hidden = torch.randn(2048, 32, generator=g).bfloat16()
-    logits = torch.randn(2048, 64, generator=g).bfloat16()
-    return [hidden, logits, (torch.randn(64, 32, 32, generator=g) / 6).bfloat16()]
-
-
-def _search(
-    ref: Any,
-    got: torch.Tensor,
-    inputs: list[torch.Tensor],
-    directions: int = 48,
-    tol: Tolerance | None = None,
-    width: int | None = None,
-) -> Any:
-    """The session's near-tie search in process (all inputs, then each alone, both signs), folded;
-    `tol` the workload's (default: the SOL default), `width` the lines' (numerics.check_output)."""
-    want, tol, verdict = ref(*inputs), tol or Tolerance(), None
-    count = 1 + sum(1 for x in inputs if x.dtype.is_floating_point and not bool((x == x.round()).all()))
-    for k in range(directions):
-        part = None if k % count == 0 else k % count - 1
-        both = [ref(*nudged(inputs, 1000 + k, sign, 2.0**-16, part)) for sign in (1, -1)]
-        verdict = check_output("out", got, want, tol, [(both[0], both[1])], width, prior=verdict)
-        if verdict.ok:
-            break
-    return verdict
-
-
 # --- B1: without the rule the cheat fails; with it, it passes ---------------------------------------
 
 
 def test_routing_on_truncated_logits_fails_without_nudged_references() -> None:
-    inputs = _moe_inputs()
-    want = _reference(MOE)["run"](*inputs)
-    got = _module(_candidate("redteam13b_moe_route_on_truncated_logits"))["run"](*inputs)
+    inputs = moe_inputs()
+    want = reference_module(MOE)["run"](*inputs)
+    got = run_source(candidate_source("redteam13b_moe_route_on_truncated_logits"))["run"](*inputs)
     verdict = check_output("out", got, want, Tolerance())
     assert not verdict.ok and verdict.numeric and verdict.matched >= 0.5, verdict.message
 
@@ -110,9 +72,9 @@ def test_routing_on_truncated_logits_fails_without_nudged_references() -> None:
     "coarser: the nudged references explain the wrong routes and the cheat passes",
 )
 def test_routing_on_truncated_logits_stays_incorrect_with_nudged_references() -> None:
-    inputs = _moe_inputs()
-    got = _module(_candidate("redteam13b_moe_route_on_truncated_logits"))["run"](*inputs)
-    verdict = _search(_reference(MOE)["run"], got, inputs)
+    inputs = moe_inputs()
+    got = run_source(candidate_source("redteam13b_moe_route_on_truncated_logits"))["run"](*inputs)
+    verdict = near_tie_search(reference_module(MOE)["run"], got, inputs)
     assert not verdict.ok, verdict.message
 
 
@@ -122,7 +84,7 @@ def test_routing_on_truncated_logits_stays_incorrect_with_nudged_references() ->
     reason="B1: routing on truncated bf16 logits PASSes through the near-tie rule (most runs)",
 )
 def test_routing_on_truncated_logits_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, MOE, _candidate("redteam13b_moe_route_on_truncated_logits"))
+    _, res = evaluate(tmp_path, MOE, candidate_source("redteam13b_moe_route_on_truncated_logits"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
@@ -131,16 +93,16 @@ def test_routing_on_truncated_logits_is_incorrect(tmp_path: Path) -> None:
 
 def test_the_same_ties_one_row_per_head_are_forgiven() -> None:
     """The control for F1: the same selections, one row per head ([T * H, D]), pass with the rule."""
-    inputs = _custom_inputs(FLAT)
+    inputs = custom_inputs(FLAT)
     T, H, _ = inputs[0].shape
 
     def per_head(run: Any) -> Any:
         return lambda *xs: run(*xs).reshape(T * H, -1)
 
-    ref = per_head(_reference(FLAT)["run"])
-    got = per_head(_module(_candidate("honest13b_multihead_ties_to_the_last"))["run"])(*inputs)
+    ref = per_head(reference_module(FLAT)["run"])
+    got = per_head(run_source(candidate_source("honest13b_multihead_ties_to_the_last"))["run"])(*inputs)
     assert not check_output("out", got, ref(*inputs), Tolerance()).ok  # the ties are there
-    verdict = _search(ref, got, inputs)
+    verdict = near_tie_search(ref, got, inputs)
     assert verdict.ok and verdict.near_ties > 0, verdict.message
 
 
@@ -151,7 +113,7 @@ def test_the_same_ties_one_row_per_head_are_forgiven() -> None:
     "stays unexplained (most runs)",
 )
 def test_several_ties_in_one_row_broken_the_other_way_pass(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, FLAT, _candidate("honest13b_multihead_ties_to_the_last"))
+    _, res = evaluate(tmp_path, FLAT, candidate_source("honest13b_multihead_ties_to_the_last"))
     assert res["status"] == "PASS", res["message"]
 
 
@@ -163,7 +125,7 @@ def test_several_ties_in_one_row_broken_the_other_way_pass(tmp_path: Path) -> No
     strict=True, reason="F2: whole-number activations and codes are never nudged: their ties are not forgiven"
 )
 def test_vq_ties_among_whole_numbers_broken_the_other_way_pass(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, WHOLE, _candidate("honest13b_vq_whole_ties_to_the_last"))
+    _, res = evaluate(tmp_path, WHOLE, candidate_source("honest13b_vq_whole_ties_to_the_last"))
     assert res["status"] == "PASS", res["message"]
 
 
@@ -172,7 +134,7 @@ def test_vq_ties_among_whole_numbers_broken_the_other_way_pass(tmp_path: Path) -
 
 @pytest.mark.slow
 def test_a_tie_broken_the_other_way_by_a_kernel_with_a_long_build_passes(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, TIE, _candidate("honest13b_slow_build_vq_ties"), timeout_s=600)
+    _, res = evaluate(tmp_path, TIE, candidate_source("honest13b_slow_build_vq_ties"), timeout_s=600)
     assert res["status"] == "PASS", res["message"]
 
 

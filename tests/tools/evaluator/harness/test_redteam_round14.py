@@ -40,14 +40,15 @@ import torch
 from aka_graph.tools.evaluator.harness.neartie import line_width
 from aka_graph.tools.evaluator.harness.numerics import check_output
 from aka_graph.tools.evaluator.harness.opmodel import Tolerance
-from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
-from tests.tools.evaluator.harness.test_redteam_round13 import _candidate, _module
-from tests.tools.evaluator.harness.test_redteam_round13b import (
-    _custom_inputs,
-    _moe_inputs,
-    _reference,
-    _search,
+from tests.tools.evaluator.harness.near_tie_support import (
+    candidate_source,
+    custom_inputs,
+    moe_inputs,
+    near_tie_search,
+    reference_module,
+    run_source,
 )
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate, reference_candidate
 
 MOE = FIXTURES / "near_tie_moe_bf16"
 SCORE = FIXTURES / "rt14_top1_score_planted_tie"
@@ -56,19 +57,21 @@ SCORE_TOL = Tolerance(atol=1e-3, rtol=1e-3)
 
 
 def _score_search(got: torch.Tensor, inputs: list[torch.Tensor]) -> Any:
-    """_search under the fixture's tolerance 1e-3 (the nudge stays 2**-16: rtol / 8 is larger), with the
-    session's lines (neartie.line_width)."""
-    ref = _reference(SCORE)["run"]
-    return _search(ref, got, inputs, directions=32, tol=SCORE_TOL, width=line_width(ref(*inputs), inputs))
+    """near_tie_search under the fixture's tolerance 1e-3 (the nudge stays 2**-16: rtol / 8 is larger),
+    with the session's lines (neartie.line_width)."""
+    ref = reference_module(SCORE)["run"]
+    return near_tie_search(
+        ref, got, inputs, directions=32, tol=SCORE_TOL, width=line_width(ref(*inputs), inputs)
+    )
 
 
 # --- J1: fp8 values on the rows whose tie the kernel flipped ------------------------------------------
 
 
 def test_fp8_on_flipped_rows_fails_without_nudged_references() -> None:
-    inputs = _moe_inputs()
-    want = _reference(MOE)["run"](*inputs)
-    got = _module(_candidate("redteam14_moe_fp8_on_flipped_rows"))["run"](*inputs)
+    inputs = moe_inputs()
+    want = reference_module(MOE)["run"](*inputs)
+    got = run_source(candidate_source("redteam14_moe_fp8_on_flipped_rows"))["run"](*inputs)
     verdict = check_output("out", got, want, Tolerance())
     assert not verdict.ok and verdict.numeric and verdict.matched >= 0.5, verdict.message
 
@@ -79,9 +82,9 @@ def test_fp8_on_flipped_rows_fails_without_nudged_references() -> None:
     "(numerics.jumped_lines): fp8 values on every flipped row pass",
 )
 def test_fp8_on_flipped_rows_stays_incorrect_with_nudged_references() -> None:
-    inputs = _moe_inputs()
-    got = _module(_candidate("redteam14_moe_fp8_on_flipped_rows"))["run"](*inputs)
-    verdict = _search(_reference(MOE)["run"], got, inputs)
+    inputs = moe_inputs()
+    got = run_source(candidate_source("redteam14_moe_fp8_on_flipped_rows"))["run"](*inputs)
+    verdict = near_tie_search(reference_module(MOE)["run"], got, inputs)
     assert not verdict.ok, verdict.message
 
 
@@ -89,7 +92,7 @@ def test_fp8_on_flipped_rows_stays_incorrect_with_nudged_references() -> None:
 def test_fp8_on_tie_rows_routed_as_the_reference_stays_incorrect() -> None:
     """Held ground: the same fp8 rows without the flip. No nudged line beats the reference's there (a
     flipped candidate is a whole expert away), so no line jumps and the fp8 rows stay wrong."""
-    inputs = _moe_inputs()
+    inputs = moe_inputs()
     hidden, logits, expert_w = inputs
     top = logits.float().topk(3, dim=-1)
     ties = top.values[:, 1] == top.values[:, 2]
@@ -101,7 +104,7 @@ def test_fp8_on_tie_rows_routed_as_the_reference_stays_incorrect() -> None:
         exact = torch.bmm(x[:, None], w[top.indices[:, k]]).squeeze(1)
         cheap = torch.bmm(x8[:, None], w8[top.indices[:, k]]).squeeze(1)
         out += gate[:, k : k + 1] * torch.where(ties[:, None], cheap, exact)
-    verdict = _search(_reference(MOE)["run"], out.bfloat16(), inputs, directions=16)
+    verdict = near_tie_search(reference_module(MOE)["run"], out.bfloat16(), inputs, directions=16)
     assert not verdict.ok, verdict.message
 
 
@@ -111,7 +114,7 @@ def test_fp8_on_tie_rows_routed_as_the_reference_stays_incorrect() -> None:
     reason="J1: fp8 values on the rows whose tie the kernel flipped PASS through jumped_lines (most runs)",
 )
 def test_fp8_on_flipped_rows_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, MOE, _candidate("redteam14_moe_fp8_on_flipped_rows"))
+    _, res = evaluate(tmp_path, MOE, candidate_source("redteam14_moe_fp8_on_flipped_rows"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
@@ -121,9 +124,9 @@ def test_fp8_on_flipped_rows_is_incorrect(tmp_path: Path) -> None:
 def test_bf16_score_with_one_flip_fails_the_search_in_process() -> None:
     """J2 in process: the flipped token is explained on its own line (jumped: forgiven near misses there
     alone), and the other tokens' bf16 errors stay errors."""
-    inputs = _custom_inputs(SCORE)
-    want = _reference(SCORE)["run"](*inputs)
-    got = _module(_candidate("redteam14_score_bf16_after_one_flip"))["run"](*inputs)
+    inputs = custom_inputs(SCORE)
+    want = reference_module(SCORE)["run"](*inputs)
+    got = run_source(candidate_source("redteam14_score_bf16_after_one_flip"))["run"](*inputs)
     alone = check_output("score", got, want, SCORE_TOL)
     assert not alone.ok and alone.matched < 0.95, alone.message  # bf16 alone is far from passing
     verdict = _score_search(got, inputs)
@@ -132,13 +135,13 @@ def test_bf16_score_with_one_flip_fails_the_search_in_process() -> None:
 
 @pytest.mark.slow
 def test_bf16_score_with_one_flipped_tie_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, SCORE, _candidate("redteam14_score_bf16_after_one_flip"))
+    _, res = evaluate(tmp_path, SCORE, candidate_source("redteam14_score_bf16_after_one_flip"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
 @pytest.mark.slow
 def test_bf16_score_breaking_the_tie_as_the_reference_is_incorrect(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, SCORE, _candidate("redteam14_score_bf16_no_flip"))
+    _, res = evaluate(tmp_path, SCORE, candidate_source("redteam14_score_bf16_no_flip"))
     assert res["status"] == "INCORRECT", res["message"]
 
 
@@ -150,17 +153,17 @@ def test_the_same_argmax_ties_one_row_each_are_forgiven() -> None:
     neartie.line_width gives a [B] output of a [B, V] input, here as [B, 1]) passes the search."""
     g = torch.Generator().manual_seed(0)
     logits = torch.randn(256, 8192, generator=g).bfloat16()
-    ref = _reference(ARGMAX)["run"]
-    got = _module(_candidate("honest14_argmax_ties_to_the_last"))["run"](logits)
+    ref = reference_module(ARGMAX)["run"]
+    got = run_source(candidate_source("honest14_argmax_ties_to_the_last"))["run"](logits)
     assert int((got != ref(logits)).sum()) >= 3  # the ties are there
-    assert not _search(ref, got, [logits], directions=8).ok  # one line: unexplained
-    verdict = _search(lambda x: ref(x)[:, None], got[:, None], [logits])
+    assert not near_tie_search(ref, got, [logits], directions=8).ok  # one line: unexplained
+    verdict = near_tie_search(lambda x: ref(x)[:, None], got[:, None], [logits])
     assert verdict.ok and verdict.near_ties > 0, verdict.message
 
 
 @pytest.mark.slow
 def test_argmax_ties_broken_toward_the_last_index_pass(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, ARGMAX, _candidate("honest14_argmax_ties_to_the_last"))
+    _, res = evaluate(tmp_path, ARGMAX, candidate_source("honest14_argmax_ties_to_the_last"))
     assert res["status"] == "PASS", res["message"]
 
 
@@ -169,7 +172,7 @@ def test_argmax_ties_broken_toward_the_last_index_pass(tmp_path: Path) -> None:
 
 @pytest.mark.slow
 def test_the_planted_tie_broken_the_other_way_in_fp32_passes(tmp_path: Path) -> None:
-    _, res = evaluate(tmp_path, SCORE, _candidate("honest14_score_ties_to_the_other"))
+    _, res = evaluate(tmp_path, SCORE, candidate_source("honest14_score_ties_to_the_other"))
     assert res["status"] == "PASS", res["message"]
 
 
