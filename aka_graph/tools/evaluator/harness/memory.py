@@ -191,6 +191,16 @@ def release_cached(device: torch.device, threshold: int = CACHED_BYTES) -> None:
         release(device)
 
 
+def settle(device: torch.device) -> None:
+    """The parent's own device work finished (its kernels would otherwise still run while the worker
+    starts timing) and large cached memory handed back (release_cached)."""
+    if device.type != "cuda":
+        return
+    with contextlib.suppress(RuntimeError):  # a broken context: the error that broke it is reported
+        torch.cuda.synchronize(device)
+    release_cached(device)
+
+
 def release(device: torch.device, threshold: int = SMALL_BYTES, freed: int | None = None) -> None:
     """Hand freed device memory back to the driver when it was large (the other process, parent or
     worker, evaluates the same workload at the same time and sees only what the driver has free; the

@@ -17,7 +17,7 @@ from .gpu_neighbours import shared_gpu_verdict
 from .graphcheck import verify_graph_copies
 from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
-from .memory import release_cached
+from .memory import settle
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
 from .refcache import flush as flush_reference_cache
@@ -349,7 +349,7 @@ def revalidation_expected(
         fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
         want, _ = session.reference.outputs(idx, inputs)
         del inputs
-        release_cached(session.device)  # the reference's temporaries: the worker times next
+        settle(session.device)  # the reference done, its temporaries handed back: the worker times next
     return RevalidationExpected(fresh_digest, want, drawn)
 
 

@@ -165,7 +165,7 @@ def revalidating(monkeypatch: pytest.MonkeyPatch, parent_clock) -> tuple[SimpleN
 
     reference = SimpleNamespace(revalidation_inputs=revalidation_inputs, outputs=outputs)
     session = SimpleNamespace(**vars(SESSION), reference=reference, judge_outputs=judge_outputs)
-    monkeypatch.setattr(modes, "release_cached", lambda device: None)  # no CUDA on this host
+    monkeypatch.setattr(modes, "settle", lambda device: log.append("settled"))  # no CUDA on this host
     parent_clock.extend([5.9])
     return session, log
 
@@ -174,7 +174,7 @@ def test_the_reference_runs_on_the_revalidation_inputs_before_the_worker_times(r
     session, log = revalidating
     ks = RevalidatedWorker(log)
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
-    assert log == [("reference runs", 7), "worker times"]
+    assert log == [("reference runs", 7), "settled", "worker times"]
     assert ks.verdicts[0].status == "PASS" and ks.verdicts[0].revalidated
 
 
@@ -182,7 +182,7 @@ def test_a_worker_that_kept_its_captured_scalars_gets_the_reference_run_again_on
     session, log = revalidating
     ks = RevalidatedWorker(log, scalars=[None, 9])  # its graph was captured with 9
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
-    assert log == [("reference runs", 7), "worker times", ("reference runs", 9)]
+    assert log == [("reference runs", 7), "settled", "worker times", ("reference runs", 9), "settled"]
     assert ks.verdicts[0].status == "PASS"
 
 
@@ -190,8 +190,6 @@ def test_a_worker_that_kept_its_captured_scalars_gets_the_reference_run_again_on
     ("reported", "same"),
     [(None, True), ([], True), ([None, 7], True), ([None], True), ([None, 9], False), ([None, 7.5], False)],
 )
-def test_revalidation_inputs_count_as_drawn_where_the_scalars_agree(
-    reported: Any, same: bool
-) -> None:
+def test_revalidation_inputs_count_as_drawn_where_the_scalars_agree(reported: Any, same: bool) -> None:
     expected = modes.RevalidationExpected(digest=[0.0], outputs=[], scalars=[None, 7])
     assert expected.drawn_with(reported) is same
