@@ -181,7 +181,7 @@ CACHED_BYTES = GIB  # unused device memory the parent's allocator may keep after
 def release_cached(device: torch.device, threshold: int = CACHED_BYTES) -> None:
     """Hand the caching allocator's unused device memory back to the driver when it holds more than
     `threshold`. Judging a large output makes float32 temporaries of several times its size (numerics:
-    ~15x a bf16 output); kept cached, they starved the worker: the parent of an attention backward held
+    ~10x a bf16 output); kept cached, they starved the worker: the parent of an attention backward held
     78 GiB after judging 2.7 GB outputs, and the worker's timing then ran out of memory beside it
     (round 17, on the H200)."""
     if device.type != "cuda":

@@ -324,8 +324,8 @@ class RevalidationExpected:
     Computed after the worker's reply, the reference's temporaries met the worker's timing bench (its
     graph's pool, its copies), which the worker keeps for the parent's checks of that round: a decoder
     block at 2 x 8192 tokens (the worker then held 104 GiB) and an attention backward (78 GiB) ran the
-    parent out of memory on the H200 (round 17). Before the request the worker holds no bench of this
-    workload, and the parent keeps only the outputs."""
+    parent out of memory on the H200 (round 17). Before the request the worker is idle (its benches of
+    earlier rounds stay, as they did), and the parent keeps only the outputs."""
 
     digest: list[float]  # of the inputs, before the reference ran (it may update them in place)
     outputs: list[Any]
