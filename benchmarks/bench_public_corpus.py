@@ -93,9 +93,20 @@ def one(
         "workload_status": dict(collections.Counter(str(w.get("status")) for w in workloads)),
         "speedup": res.get("speedup"),
         "phases_s": res.get("phases_s"),  # where a slow problem's time went
+        "spans_s": heavy_spans(res),  # and within the phases, the steps over half a second
         "device": device,
         "gpu": gpu,
     }
+
+
+def heavy_spans(res: dict[str, Any], floor_s: float = 0.5) -> dict[str, float]:
+    """The parent's spans and the worker's advisory ones that took at least `floor_s` in all (seconds)."""
+    found: dict[str, float] = {}
+    for key in ("spans_s", "worker_spans_s"):
+        for name, v in (res.get(key) or {}).items():
+            if isinstance(v, dict) and float(v.get("s", 0.0)) >= floor_s:
+                found[name] = round(float(v["s"]), 2)
+    return found
 
 
 def table(rows: list[dict[str, Any]]) -> str:
