@@ -40,7 +40,7 @@ from .protocol import ChannelTimeout, ProtocolError
 from .runner import digest
 from .selections import same_selection
 from .spans import span
-from .speed_of_light import SolBound, bound, dtype_class, tensor_bytes
+from .speed_of_light import SolBound, bound, call_bytes, dtype_class, tensor_bytes
 from .subset import has_empty_tensor, representative, workload_elements
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
@@ -380,8 +380,7 @@ class Session:
             if n == 0 and bound_it:
                 # a call with no work (an empty serving step: its KV cache is compared, never written)
                 # moves nothing, and its empty graph replays in nanoseconds (seen under the cache's bound)
-                written = 0 if idle else tensor_bytes(result)
-                moved = 0 if idle else tensor_bytes(inputs) + written
+                moved, written = (0, 0) if idle else call_bytes(inputs, result, self.contract["mutated"])
                 self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs), written)
             freed += tensor_bytes(inputs)
             del inputs, result  # freed before the next seed's are drawn (memory.py)

@@ -14,7 +14,7 @@ from .memory import release
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest, interpreted_autotune
-from .speed_of_light import FlopCounter
+from .speed_of_light import FlopCounter, shares_memory
 from .timing import host_reference_timing
 
 
@@ -204,14 +204,6 @@ def _fingerprint(outputs: list[Any]) -> tuple[list[float], list[Any]]:
     """Outputs compared exactly: their tensors' digests and their Python values."""
     tensors = [r for r in outputs if isinstance(r, torch.Tensor)]
     return digest(tensors), [r for r in outputs if not isinstance(r, torch.Tensor)]
-
-
-def shares_memory(a: Any, b: Any) -> bool:
-    """Whether two tensors' storages overlap (an output that is an input, or a view of one)."""
-    if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor) or not a.numel() or not b.numel():
-        return False
-    sa, sb = a.untyped_storage(), b.untyped_storage()
-    return sa.data_ptr() < sb.data_ptr() + sb.nbytes() and sb.data_ptr() < sa.data_ptr() + sa.nbytes()
 
 
 def in_place_contract(inputs: list[Any], before: list[float], result: list[Any]) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import torch
 from aka_graph.tools.evaluator.harness import inputs as inputs_mod
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.blobs import missing_blobs
+from aka_graph.tools.evaluator.harness.gpu_specs import GPU_SPECS
 from aka_graph.tools.evaluator.harness.guards import output_violations
 from aka_graph.tools.evaluator.harness.inputs import InputFactory, output_shapes
 from aka_graph.tools.evaluator.harness.loading import load_operator
@@ -28,6 +29,7 @@ from aka_graph.tools.evaluator.harness.opmodel import OperatorError
 from aka_graph.tools.evaluator.harness.rng import seeded
 from aka_graph.tools.evaluator.harness.runner import KernelRunner, clone_values, digest
 from aka_graph.tools.evaluator.harness.safetensors_io import save_tensors
+from aka_graph.tools.evaluator.harness.session import Session, Settings
 from aka_graph.tools.evaluator.harness.subset import CPU_WORK_CAP_ELEMENTS, representative, workload_elements
 from aka_graph.tools.evaluator.harness.trusted import in_place_contract
 from aka_graph.tools.evaluator.sandbox.gpu import needs_gpu_lock
@@ -154,6 +156,20 @@ def test_an_output_may_alias_only_the_input_the_reference_returns_there() -> Non
     assert output_violations(outs, [other, cache], [], CPU)  # without the contract: flagged
     found = output_violations([torch.ones(2), other], [other, cache], [], CPU, returned={1: 1})
     assert found and "shares memory with an input" in found[0]  # the wrong input: still flagged
+
+
+def test_the_speed_of_light_bound_leaves_out_the_caches_the_reference_updates_in_place() -> None:
+    """Round 18 on the H200: a 1 GiB KV cache given one token bounded the update at 224 us (every returned
+    cache byte counted as written), and the reference's own 63 us was REWARD_HACK. What the bound counts is
+    the outputs that are new tensors: here the attention scores alone."""
+    session = Session(Settings(op_dir=FIXTURES / "kv_cache_inplace", device="cpu"))
+    session.spec = GPU_SPECS["H200"]  # as on the H200: the bound is computed with the reference outputs
+    idx = session.indices[-1]
+    outs, _ = session.reference_outputs(idx)
+    names = [s.name for s in session.op.outputs]
+    new = [o for name, o in zip(names, outs[0], strict=False) if not name.endswith("cache_out")]
+    assert len(new) == 1 and session.sol[idx].hard_bound_us > 0
+    assert session.sol[idx].hard_bound_us == pytest.approx(new[0].nbytes / session.spec.datasheet_bw * 1e6)
 
 
 # --- 6. expanded inputs ------------------------------------------------------------------------------

@@ -13,7 +13,9 @@ from aka_graph.tools.evaluator.harness.speed_of_light import (
     FlopCounter,
     below_bound,
     bound,
+    call_bytes,
     dtype_class,
+    shares_memory,
     utilization,
 )
 from aka_graph.tools.evaluator.harness.timing import (
@@ -225,6 +227,42 @@ def test_the_hard_bound_counts_only_bytes_that_must_be_written() -> None:
     flop_bound = bound(spec, inputs + outputs, 10**15, "bf16", outputs)
     assert flop_bound.hard_bound_us == pytest.approx(outputs / TB * 1e6)
     assert flop_bound.reference_flops_us == pytest.approx(10**15 / (100.0 * 1e12) * 1e6)
+
+
+def _kv_cache_update(key_cache: torch.Tensor, keys: torch.Tensor, pos: torch.Tensor) -> list[torch.Tensor]:
+    """A reference in the shape of SOL-ExecBench's fused RoPE + KV-cache update: it writes the new
+    positions into the cache in place and returns the rotated keys and the cache itself."""
+    rotated = keys * 2.0
+    key_cache[:, pos] = rotated
+    return [rotated, key_cache]
+
+
+def test_a_kv_cache_updated_in_place_does_not_count_toward_the_bytes_that_must_be_written() -> None:
+    """Round 18 on the H200: a 1 GiB cache given one new token (SOL-ExecBench's fused RoPE with a KV-cache
+    update) bounded the call at 224 us, and the reference's own 63 us was REWARD_HACK. Only the outputs
+    that are not inputs must be written; the cache's new slots are too few to bound anything."""
+    cache, keys, pos = torch.zeros(4, 4096, 8), torch.randn(4, 1, 8), torch.tensor([7])
+    inputs = [cache, keys, pos]
+    outputs = _kv_cache_update(cache, keys, pos)
+    moved, written = call_bytes(inputs, outputs, updated=[0])
+    assert written == keys.numel() * 4  # the rotated keys only
+    assert moved == keys.numel() * 4 + pos.numel() * 8 + written  # the cache neither read nor written
+    h200 = GPU_SPECS["H200"]
+    assert bound(h200, moved, 0, "fp32", written).hard_bound_us == pytest.approx(
+        written / h200.datasheet_bw * 1e6
+    )
+
+
+def test_outputs_that_are_new_tensors_still_bound_the_call_whole() -> None:
+    """A functional update (the cache cloned, then written) returns a new buffer every correct kernel must
+    fill, as does an output that merely has an input's shape; a view of an input is that input."""
+    cache, keys = torch.zeros(4, 4096, 8), torch.randn(4, 1, 8)
+    fresh = cache.clone()
+    assert call_bytes([cache, keys], [fresh], updated=[]) == (2 * cache.nbytes + keys.nbytes, cache.nbytes)
+    view = cache[1:3]
+    assert call_bytes([cache, keys], [view, keys * 1], updated=[0]) == (2 * keys.nbytes, keys.nbytes)
+    assert shares_memory(view, cache) and not shares_memory(fresh, cache)
+    assert not shares_memory(torch.empty(0), cache)  # an empty output writes nothing, aliased or not
 
 
 def test_a_kernel_skipping_work_its_reference_does_needlessly_is_not_below_the_hard_bound() -> None:
