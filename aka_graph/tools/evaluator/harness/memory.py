@@ -132,11 +132,12 @@ def plan_memory(
 TIMED_SETS = {"cpu": HOST_REPS, "cuda": EVENT_SAMPLES}  # fresh input sets wanted: one per timed call
 
 
-def fresh_sets(input_bytes: int, spare: int, device_type: str) -> int:
-    """Fresh timed input sets for one eager timing round (0: none, the perturbation stays). The worker
+def fresh_sets(set_bytes: int, spare: int, device_type: str) -> int:
+    """Fresh timed input sets for one eager timing round (0: none, the perturbation stays). `set_bytes`:
+    one set's inputs and the outputs kept from its call (the worker holds every timed call's). The worker
     makes this many (worker._fresh_pool); the parent holds it to this where the sets are small enough
     that spare memory cannot be what limited them (spotcheck.py)."""
-    return plan_memory(input_bytes, 0, spare, pool_wanted=TIMED_SETS[device_type]).pool_sets
+    return plan_memory(set_bytes, 0, spare, pool_wanted=TIMED_SETS[device_type]).pool_sets
 
 
 BURST_BYTES = 512 * MIB  # a burst's staged input sets and kept outputs together, at most

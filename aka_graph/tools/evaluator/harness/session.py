@@ -20,7 +20,7 @@ from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, dtype_of, fp4x2_values
 from .loading import load_operator
-from .memory import release, release_cached, spare_bytes
+from .memory import output_bytes, release, release_cached, spare_bytes
 from .neartie import (
     BUDGET_S,
     MATCHED_BEFORE_TIES,
@@ -276,7 +276,7 @@ class Session:
         self.times["reference_loaded"] = time.perf_counter()
         self.sol: dict[int, SolBound] = {}
         # a workload's inputs as one copy of them takes (bench.value_bytes), from its first reference seed
-        self.input_bytes: dict[int, int] = {}
+        self.set_bytes: dict[int, int] = {}
         # what the reference itself does to its inputs is the operator's contract (trusted.py), probed on
         # the smallest workload without an empty tensor: on an empty step (no new tokens) an in-place
         # update, an aliased return and random draws all look like nothing, and were then judged so
@@ -370,7 +370,9 @@ class Session:
             inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
             if n == 0:
-                self.input_bytes[idx] = value_bytes(inputs)
+                # what one fresh timed set holds in the worker: its inputs and the kept outputs of its call
+                # (the worker's Bench.nbytes; spotcheck.pool_shortfall holds the worker to the same count)
+                self.set_bytes[idx] = value_bytes(inputs) + output_bytes(self.reference.runner(idx).out_specs)
             result, flops = self.reference.outputs(
                 idx, inputs, count_flops=n == 0 and bound_it, rng_seed=seed
             )  # seeded as the candidate's call on this seed (a reference that draws random numbers)

@@ -172,7 +172,7 @@ def _first_wrong(
     return None
 
 
-HELD_BYTES = 8 << 20  # inputs up to this size always get their fresh sets (a worker has 64 MiB spare)
+HELD_BYTES = 8 << 20  # sets up to this size always get their fresh sets (a worker has 64 MiB spare)
 
 
 def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
@@ -181,7 +181,7 @@ def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
     number `memory.fresh_sets` gives (code in the worker that edits its reply would otherwise switch
     this check off), unless other processes hold the same GPU (gpu_neighbours.py): their memory is
     then what the worker could not use."""
-    nbytes = session.input_bytes.get(idx)  # recorded when the reference's inputs were drawn
+    nbytes = session.set_bytes.get(idx)  # recorded when the reference's inputs were drawn
     if nbytes is None or nbytes > HELD_BYTES:
         return None  # the worker's free memory may have limited them: its count stands
     expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type)
@@ -191,7 +191,7 @@ def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
         return None  # other processes' memory on this GPU may have limited them (round 16: 8 on one H200)
     return (
         f"the worker timed its calls on {size} fresh input sets where {expected} fit "
-        f"({nbytes / 2**20:.1f} MiB each): the report of the timed calls was edited"
+        f"({nbytes / 2**20:.1f} MiB each with its outputs): the report of the timed calls was edited"
     )
 
 

@@ -15,12 +15,17 @@ import pytest
 import torch
 
 from aka_graph.tools.evaluator.harness import gpu_neighbours
-from aka_graph.tools.evaluator.harness.memory import TIMED_SETS
+from aka_graph.tools.evaluator.harness.bench import Bench, value_bytes
+from aka_graph.tools.evaluator.harness.inputs import output_shapes
+from aka_graph.tools.evaluator.harness.memory import TIMED_SETS, fresh_sets
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.session import Session, Settings
 from aka_graph.tools.evaluator.harness.spotcheck import HELD_BYTES, pool_shortfall
+from tests.conftest import REPO_ROOT
 
 
 def _session(nbytes: int, device: str = "cpu") -> SimpleNamespace:
-    return SimpleNamespace(input_bytes={0: nbytes}, device=torch.device(device))
+    return SimpleNamespace(set_bytes={0: nbytes}, device=torch.device(device))
 
 
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
@@ -45,3 +50,29 @@ def test_on_a_gpu_other_processes_hold_the_workers_count_stands(monkeypatch: pyt
     assert pool_shortfall(_session(64 << 10, "cpu"), 0, 0) is not None  # on a host the count is held
     monkeypatch.setattr(gpu_neighbours, "others_on_gpu", lambda own, uuid: 0)
     assert pool_shortfall(_session(64 << 10, "cuda"), 0, 0) is not None
+
+
+def test_the_parent_counts_a_fresh_set_as_the_worker_does_inputs_and_kept_outputs() -> None:
+    """Round 18 on the H200: a workload with 7.2 MiB of inputs and 29 MiB of outputs. The worker, which
+    keeps every timed call's outputs, made 29 sets (1 GiB / 36.9 MiB); the parent, counting the inputs
+    alone, expected 30 and called the honest reference REWARD_HACK. Both now count a set the same way."""
+    op_dir = REPO_ROOT / "tests" / "fixtures" / "sol" / "kv_cache_inplace"
+    session = Session(Settings(op_dir=op_dir, device="cpu"))
+    idx = session.indices[0]
+    session.reference_outputs(idx)
+    wl = session.op.workloads[idx]
+    worker_side = KernelRunner(
+        session.reference.module.run, False, output_shapes(session.op, wl), torch.device("cpu")
+    )
+    first = session.reference.inputs(idx, 7, 1.0)
+    bench = Bench(worker_side, first, torch.device("cpu"), 0)
+    assert session.set_bytes[idx] == bench.nbytes > value_bytes(first)
+
+
+def test_a_set_is_limited_by_its_outputs_as_well() -> None:
+    """The numbers of round 18's workload: 29 sets fit in the pool's gigabyte on an idle H200, and sets
+    that large may be limited by a worker's spare memory, so the parent takes the worker's count."""
+    inputs, outputs = 7_526_912, 29_360_128
+    assert fresh_sets(inputs + outputs, 100 << 30, "cuda") == 29
+    assert fresh_sets(inputs, 100 << 30, "cuda") == TIMED_SETS["cuda"] == 30
+    assert pool_shortfall(_session(inputs + outputs, "cuda"), 0, 29) is None
