@@ -25,9 +25,10 @@ import torch
 
 from .guards import between_steps_violations, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
+from .layout import clone_like, clone_values, value_bytes, writable
 from .memory import SMALL_BYTES, collect_here, output_bytes, plan_memory, release, spare_bytes
 from .rng import heal_after_failed_capture
-from .runner import KernelRunner, clone_values, writable
+from .runner import KernelRunner
 from .spans import span
 from .timing import (
     EVENT_SAMPLES,
@@ -51,11 +52,12 @@ _LIVE: list[weakref.ref[Bench]] = []  # this process's benches, for parking the 
 _CLOCK = itertools.count()
 
 
-def value_bytes(values: list[Any]) -> int:
-    """Bytes a copy of `values` takes (an expanded tensor takes only its compact base)."""
-    return sum(
-        writable(v).numel() * v.element_size() for v in values if isinstance(v, torch.Tensor) and v.numel()
-    )
+def _kept_copy(o: Any) -> Any:
+    """An output as the bench keeps it for the parent: a tensor copied (an expanded one as its base,
+    expanded again), a plain number as it is, anything else None."""
+    if type(o) is torch.Tensor:
+        return clone_like(o.detach())
+    return o if type(o) in (int, float, bool) else None
 
 
 def _to_host(values: list[Any]) -> list[Any]:
@@ -404,10 +406,7 @@ class Bench:
         """What copy k's last call left in its outputs (a tensor cloned, a plain number as it is)."""
         self._unplant(k)
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
-        return [
-            o.detach().clone() if type(o) is torch.Tensor else o if type(o) in (int, float, bool) else None
-            for o in outs
-        ]
+        return [_kept_copy(o) for o in outs]
 
     def keep(self, i: int) -> None:
         self._look_for_modes()

@@ -15,7 +15,8 @@ from typing import Any
 
 import torch
 
-from .runner import clone_values, same_bits, writable
+from .layout import clone_values, writable
+from .runner import same_bits
 
 CHUNK = 1 << 22  # elements per chunk: the int64 temporaries stay at 32 MiB each
 _SAME_SIZE_INT = {1: torch.int8, 2: torch.int16, 4: torch.int32, 8: torch.int64}

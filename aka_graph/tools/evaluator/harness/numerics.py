@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .layout import expanded_dims, writable
 from .opmodel import Tolerance
 
 NEAR_MISS_FACTOR = 16.0  # a forgiven element is off by at most this many times its tolerance
@@ -84,6 +85,11 @@ def check_output(
     if got.numel() == 0:
         return Verdict(True, 0.0, 0.0)
     discrete = not (ref.dtype.is_floating_point or ref.dtype.is_complex)
+    if not alternates and prior is None and expanded_dims(got) and expanded_dims(got) == expanded_dims(ref):
+        # both repeat one base the same way (layout.py): each base element stands for equally many, so the
+        # ratio and the largest errors are the base's, which is all that is compared (round 18: 17 GB
+        # stride-0 views of a few megabytes, whose float32 temporaries ran the H200 out of memory)
+        got, ref = writable(got), writable(ref)
     got, ref = _as_real(got), _as_real(ref)
     a = got.to(device=ref.device, dtype=torch.float32)
     b = ref.to(torch.float32)

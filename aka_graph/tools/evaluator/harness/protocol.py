@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 
+from .layout import writable
 from .shm import ALIGN, Region
 from .spans import span
 
@@ -77,17 +78,33 @@ def _bytes_view(t: torch.Tensor) -> memoryview:
 def _strip(obj: Any, tensors: list[torch.Tensor]) -> Any:
     if isinstance(obj, torch.Tensor):
         # a conjugate or negative view's bits are its base's: resolve the flag so the bytes are the values
-        tensors.append(obj.detach().resolve_conj().resolve_neg().contiguous())  # device: the pinned stage
-        return {
-            _TAG: len(tensors) - 1,
-            "shape": list(obj.shape),
-            "dtype": str(obj.dtype).removeprefix("torch."),
-        }
+        resolved = obj.detach().resolve_conj().resolve_neg()
+        base = writable(resolved)  # an expanded tensor goes as its base (layout.py), expanded on arrival
+        tensors.append(base.contiguous())  # device: the pinned stage
+        dtype = str(obj.dtype).removeprefix("torch.")
+        meta: dict[str, Any] = {_TAG: len(tensors) - 1, "shape": list(base.shape), "dtype": dtype}
+        if base is not resolved:
+            meta["expand"] = list(resolved.shape)
+        return meta
     if isinstance(obj, dict):
         return {k: _strip(v, tensors) for k, v in obj.items()}
     if isinstance(obj, list | tuple):
         return [_strip(v, tensors) for v in obj]
     return obj
+
+
+def _expansion(meta: dict[str, Any], shape: list[int]) -> list[int]:
+    """The logical shape of a tensor sent as its compact base (`_strip`): the base's own shape unless the
+    header says "expand", which may only repeat the base's size-1 dimensions."""
+    full = meta.get("expand", shape)
+    if (
+        not isinstance(full, list)
+        or len(full) != len(shape)
+        or not all(isinstance(d, int) and d >= 0 for d in full)
+        or any(s != 1 and s != d for s, d in zip(shape, full, strict=True))
+    ):
+        raise ProtocolError(f"bad expansion {full!r} of a tensor of shape {shape!r}")
+    return full
 
 
 def nbytes_of(t: torch.Tensor) -> int:
@@ -265,16 +282,17 @@ class Channel:
             numel *= d
         nbytes = numel * torch.empty(0, dtype=dtype).element_size()
         on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
+        expand = _expansion(meta, shape)
         if "at" in meta:  # in the shared region: bounds checked, then copied out at once
-            return self._from_region(meta["at"], nbytes, on_gpu).view(dtype).reshape(shape)
+            return self._from_region(meta["at"], nbytes, on_gpu).view(dtype).reshape(shape).expand(expand)
         if on_gpu:  # pipe -> pinned stage -> a new device tensor (synchronous: the stage is free again)
             staged = self.stage(nbytes)
             self._read_into(_bytes_view(staged), deadline)
             # the bytes move, then are viewed as the dtype (some, like packed fp4, have no copy kernel)
-            return staged.to(self.map_location, copy=True).view(dtype).reshape(shape)
+            return staged.to(self.map_location, copy=True).view(dtype).reshape(shape).expand(expand)
         raw = torch.empty(nbytes, dtype=torch.uint8)
         self._read_into(_bytes_view(raw), deadline)
-        return raw.view(dtype).reshape(shape)
+        return raw.view(dtype).reshape(shape).expand(expand)
 
     def _from_region(self, at: Any, nbytes: int, on_gpu: bool) -> torch.Tensor:
         """The bytes at `at` as a tensor of the parent's own (a copy: the worker can still write the

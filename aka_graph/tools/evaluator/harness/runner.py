@@ -12,6 +12,7 @@ from typing import Any
 import torch
 
 from .inputs import poison_
+from .layout import writable
 from .rng import all_seeded
 
 
@@ -120,33 +121,6 @@ def _numpy_scalar_types() -> frozenset[type]:
     """numpy's scalar types, if the kernel's process has numpy loaded (the harness never imports it)."""
     numpy = sys.modules.get("numpy")
     return frozenset(numpy.sctypeDict.values()) if numpy is not None else frozenset()
-
-
-def expanded_dims(t: torch.Tensor) -> list[int]:
-    """Dimensions an expanded (broadcast) tensor repeats with stride 0."""
-    return [d for d in range(t.dim()) if t.stride(d) == 0 and t.shape[d] > 1]
-
-
-def writable(t: Any) -> Any:
-    """The part of `t` that may be written: an expanded tensor's compact base (index 0 of every stride-0
-    dimension: its own memory, once), else `t` itself. Writing an expanded tensor directly fails
-    ("more than one element of the written-to tensor refers to a single memory location")."""
-    if not isinstance(t, torch.Tensor):
-        return t
-    dims = expanded_dims(t)
-    if not dims:
-        return t
-    return t[tuple(slice(0, 1) if d in dims else slice(None) for d in range(t.dim()))]
-
-
-def clone_like(t: torch.Tensor) -> torch.Tensor:
-    """A copy with the same layout class: an expanded tensor is copied as its base and expanded again."""
-    base = writable(t)
-    return t.clone() if base is t else base.clone().expand(t.shape)
-
-
-def clone_values(values: list[Any]) -> list[Any]:
-    return [clone_like(v) if isinstance(v, torch.Tensor) else v for v in values]
 
 
 def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:

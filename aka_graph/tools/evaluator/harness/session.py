@@ -14,11 +14,12 @@ from typing import Any
 
 import torch
 
-from .bench import call_has_no_work, value_bytes
+from .bench import call_has_no_work
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, dtype_of, fp4x2_values
+from .layout import value_bytes
 from .loading import load_operator
 from .memory import output_bytes, release, release_cached, spare_bytes
 from .neartie import (
@@ -40,7 +41,7 @@ from .protocol import ChannelTimeout, ProtocolError
 from .runner import digest
 from .selections import same_selection
 from .spans import span
-from .speed_of_light import SolBound, bound, call_bytes, dtype_class, tensor_bytes
+from .speed_of_light import SolBound, bound, call_bytes, dtype_class
 from .subset import has_empty_tensor, representative, workload_elements
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
@@ -50,7 +51,7 @@ PREPARED_BYTES = 4 << 30  # reference outputs a waiting long-lived parent keeps 
 
 def _seeds_bytes(outs: list[list[Any]]) -> int:
     """Bytes of one workload's reference outputs, over all its seeds."""
-    return sum(tensor_bytes(o) for o in outs)
+    return sum(value_bytes(o) for o in outs)
 
 
 def fresh_seed() -> int:
@@ -384,7 +385,7 @@ class Session:
                 # moves nothing, and its empty graph replays in nanoseconds (seen under the cache's bound)
                 moved, written = (0, 0) if idle else call_bytes(inputs, result, self.contract["mutated"])
                 self.sol[idx] = bound(self.spec, moved, flops or 0, dtype_class(inputs), written)
-            freed += tensor_bytes(inputs)
+            freed += value_bytes(inputs)
             del inputs, result  # freed before the next seed's are drawn (memory.py)
         release(self.device, freed=freed)  # the worker, evaluating this workload now, sees it as free
         return outs, digests

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from .gpu_specs import GpuSpec
+from .layout import value_bytes
 
 
 @dataclass
@@ -27,10 +28,6 @@ class SolBound:
     bound_us: float  # against measured ceilings (what utilization is relative to)
     hard_bound_us: float  # the outputs' bytes at the datasheet bandwidth: nothing legitimate is faster
     reference_flops_us: float = 0.0  # the reference's executed FLOPs at the fastest datasheet math (a note)
-
-
-def tensor_bytes(values: list[Any]) -> int:
-    return sum(v.numel() * v.element_size() for v in values if isinstance(v, torch.Tensor))
 
 
 def shares_memory(a: Any, b: Any) -> bool:
@@ -47,8 +44,8 @@ def call_bytes(inputs: list[Any], outputs: list[Any], updated: list[int]) -> tup
     input (the same cache, returned) count in neither: a correct kernel touches only the slots it updates,
     which the buffer's size says nothing of. Counted whole, a 1 GiB cache given one new token bounded its
     update at 224 us, and the reference's own 63 us was REWARD_HACK on the H200 (round 18)."""
-    written = tensor_bytes([o for o in outputs if not any(shares_memory(o, v) for v in inputs)])
-    read = tensor_bytes([v for i, v in enumerate(inputs) if i not in updated])
+    written = value_bytes([o for o in outputs if not any(shares_memory(o, v) for v in inputs)])
+    read = value_bytes([v for i, v in enumerate(inputs) if i not in updated])
     return read + written, written
 
 

@@ -16,13 +16,14 @@ from typing import Any
 
 import torch
 
-from .bench import Bench, FreshSets, park_large, value_bytes
+from .bench import Bench, FreshSets, park_large
 from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
 from .guards import Sentinel, output_violations, planted_violation, quiet_library_threads
 from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
 from .inputs import InputFactory, output_shapes
 from .isolate import memory_limit_bytes
+from .layout import clone_like, value_bytes, writable
 from .loading import load_operator
 from .memory import (
     burst_sets_fit,
@@ -176,10 +177,12 @@ class Worker:
         violations: list[str] = planted_violation([*result, *made], made)
         if self.device.type == "cuda":
             torch.cuda.current_stream().synchronize()
-            snap = [r.clone() if type(r) is torch.Tensor else r for r in result]
+            # an expanded output through its base (layout.py): its clone would be its logical size
+            snap = [writable(r).clone() if type(r) is torch.Tensor else r for r in result]
             torch.cuda.synchronize()
             if any(
-                type(r) is torch.Tensor and not same_bits(r, s) for r, s in zip(result, snap, strict=True)
+                type(r) is torch.Tensor and not same_bits(writable(r), s)
+                for r, s in zip(result, snap, strict=True)
             ):
                 violations.append(
                     "outputs changed after the call returned (work left running on another stream)"
@@ -402,7 +405,8 @@ class Worker:
             if msg.get("copies"):
                 bench = self.benches[int(msg["wl"])]
                 found = [[_sendable(o) for o in bench.outputs_of(int(k))] for k in msg["samples"]]
-                return {"outputs": [[o.clone() if type(o) is torch.Tensor else o for o in c] for c in found]}
+                copied = [[clone_like(o) if type(o) is torch.Tensor else o for o in c] for c in found]
+                return {"outputs": copied}
             bench = self.benches[int(msg["wl"])]
             kept = bench.burst_kept if msg.get("burst") else bench.kept
             return {"outputs": [kept.get(int(i)) for i in msg["samples"]]}
@@ -464,7 +468,7 @@ class Worker:
         ]
 
         def sendable(outputs: list[Any]) -> list[Any]:
-            return [r.detach().clone() if type(r) is torch.Tensor else _sendable(r) for r in outputs]
+            return [clone_like(r.detach()) if type(r) is torch.Tensor else _sendable(r) for r in outputs]
 
         return {
             "reval_outputs": sendable(result),

@@ -22,6 +22,31 @@ def test_values_within_atol_plus_rtol_pass_on_the_matched_ratio() -> None:
     assert not v.ok and "98.900% of elements within" in v.message
 
 
+def test_two_outputs_repeating_one_base_alike_are_judged_by_their_bases() -> None:
+    """Round 18 on the H200: a reference's 17 GB stride-0 views of a few megabytes, compared whole, needed
+    tens of GiB of float32 temporaries. Both repeating a base the same way, the bases give the same
+    verdict: every base element stands for equally many."""
+    ref_base, tol = torch.randn(4, 8, 1, 1), Tolerance(atol=1e-3, rtol=1e-3, matched_ratio=0.8)
+    got_base = ref_base.clone()
+    got_base[0, :3] += 5e-3  # 3 of 32 base elements near misses: 90.625% matched, whole or by bases
+    huge = (4, 8, 1 << 16, 1 << 16)  # 2**37 logical elements: 512 GiB of float32 if made whole
+    v = check_output("y", got_base.expand(huge), ref_base.expand(huge), tol)
+    small = (4, 8, 3, 5)
+    whole = check_output("y", got_base.expand(small).contiguous(), ref_base.expand(small), tol)
+    assert v.ok and whole.ok and v.matched == whole.matched == 29 / 32
+    assert v.max_abs == whole.max_abs and v.max_rel == whole.max_rel
+    strict = Tolerance(atol=1e-3, rtol=1e-3, matched_ratio=0.95)
+    assert not check_output("y", got_base.expand(huge), ref_base.expand(huge), strict).ok
+
+
+def test_an_output_expanded_where_the_reference_is_not_is_compared_whole() -> None:
+    """Bases only where both repeat the same dims: a constant output where the reference varies fails."""
+    ref = torch.randn(4, 8, 3)
+    got = ref[:, :, :1].expand(4, 8, 3)  # the first column repeated
+    assert not check_output("y", got, ref, Tolerance(atol=1e-3, rtol=1e-3, matched_ratio=0.9)).ok
+    assert check_output("y", ref.contiguous(), ref, Tolerance()).ok
+
+
 def test_comparison_is_in_fp32_with_the_relative_term_on_the_reference() -> None:
     ref = torch.tensor([100.0, -200.0], dtype=torch.bfloat16)
     got = torch.tensor([100.5, -201.0], dtype=torch.bfloat16)  # within 1e-2 + 1e-2*|ref|

@@ -73,6 +73,38 @@ def test_complex_outputs_and_conjugate_or_negative_views_arrive_as_their_values(
         assert not g.is_conj() and not g.is_neg()
 
 
+@pytest.mark.parametrize("through_region", [True, False], ids=["region", "pipe"])
+def test_an_expanded_output_travels_as_its_base_and_arrives_expanded(
+    region_fd: int, through_region: bool
+) -> None:
+    """Round 18 on the H200: a reference returned 17 GB stride-0 views of a few megabytes, and making them
+    contiguous to send them ran the worker out of memory. The base goes; the parent expands it again."""
+    worker, parent = pair(region_fd if through_region else None)
+    base = torch.randn(2, 3, 1, 1)
+    huge = base.expand(2, 3, 1 << 20, 1 << 12)  # 2**34 logical elements: 64 GiB if made contiguous
+    worker.send({"outputs": [huge, base.expand(2, 3, 4, 5).contiguous()]})
+    got = parent.recv(timeout_s=30)["outputs"]
+    assert got[0].shape == huge.shape and got[0].stride()[2:] == (0, 0)
+    assert torch.equal(got[0][:, :, :1, :1], base) and torch.equal(got[0][:, :, -1, -1], base[:, :, 0, 0])
+    if through_region:  # (the pipe's bytes are not counted)
+        assert worker.bulk_bytes == base.nbytes + 2 * 3 * 4 * 5 * 4  # the base, then the contiguous one whole
+
+
+@pytest.mark.parametrize(
+    "expand",
+    [[2, 3], [2, 3, 4, 5, 6], [2, 4, 4, 5], [2, 3, -1, 5], "2,3,4,5", [2.0, 3, 4, 5]],
+    ids=["fewer-dims", "more-dims", "not-a-size-1-dim", "negative", "string", "float"],
+)
+def test_a_forged_expansion_is_a_protocol_error(region_fd: int, expand: object) -> None:
+    worker, parent = pair(region_fd)
+    forged(
+        worker,
+        {"o": [{"__tensor__": 0, "shape": [2, 3, 1, 1], "dtype": "float32", "at": 0, "expand": expand}]},
+    )
+    with pytest.raises(ProtocolError, match="bad expansion"):
+        parent.recv(timeout_s=30)
+
+
 def test_without_a_region_the_pipe_still_carries_everything() -> None:
     worker, parent = pair(None)
     t = torch.randn(300, 300)

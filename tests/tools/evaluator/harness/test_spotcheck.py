@@ -15,8 +15,9 @@ import pytest
 import torch
 
 from aka_graph.tools.evaluator.harness import gpu_neighbours
-from aka_graph.tools.evaluator.harness.bench import Bench, value_bytes
+from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.inputs import output_shapes
+from aka_graph.tools.evaluator.harness.layout import value_bytes
 from aka_graph.tools.evaluator.harness.memory import TIMED_SETS, fresh_sets
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from aka_graph.tools.evaluator.harness.session import Session, Settings
