@@ -276,7 +276,7 @@ class Session:
         self.reference = Reference(self.op, self.device, fresh_seed())
         self.times["reference_loaded"] = time.perf_counter()
         self.sol: dict[int, SolBound] = {}
-        # a workload's inputs as one copy of them takes (bench.value_bytes), from its first reference seed
+        # one fresh timed set of a workload (its inputs and declared outputs), from its first reference seed
         self.set_bytes: dict[int, int] = {}
         # what the reference itself does to its inputs is the operator's contract (trusted.py), probed on
         # the smallest workload without an empty tensor: on an empty step (no new tokens) an in-place
