@@ -38,6 +38,14 @@ from bench_evaluator_gpu import REPO, evaluate
 CORPUS = REPO / ".corpus"
 
 
+def short_message(message: str, head: int = 600, tail: int = 1400) -> str:
+    """A result's message as a row keeps it: its start, and where it is longer the end too (a harness
+    failure's traceback ends with the line that failed, which is what the next session needs)."""
+    if len(message) <= head + tail:
+        return message
+    return f"{message[:head]} [...] {message[-tail:]}"
+
+
 def reference_kernel(problem: Path, into: Path) -> Path:
     """The problem's own reference as a value-returning candidate (kernel.py)."""
     source = json.loads((problem / "definition.json").read_text())["reference"]
@@ -86,7 +94,7 @@ def one(
         "label": label,
         "subset": meta.get("subset"),
         "status": res.get("status"),
-        "message": str(res.get("message", ""))[:600],
+        "message": short_message(str(res.get("message", ""))),
         "wall_s": round(wall, 1),
         "rc": res.get("_rc", res.get("rc")),
         "workloads": len(workloads),

@@ -28,6 +28,7 @@ other rows, the fp8 rows still passed in process."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -77,14 +78,18 @@ def check_output(
 ) -> Verdict:
     """`width`: the length of the lines alternates replace whole (nearest_reference; the output's last
     dim when None); `prior`: an earlier verdict on the same output and reference, whose alternates count
-    too (its `nearest`)."""
+    too (its `nearest`).
+
+    An output larger than CHUNK_ELEMENTS is compared in pieces (Tally says how the whole-output rules add
+    up over them), so the comparison's float32 temporaries stay small beside the worker: whole, a 9.7 GiB
+    bf16 patch embedding asked for 19 GiB at a time and ran the parent out of memory (round 18, H200).
+    With alternates (a failure's second look, neartie.py) the output is compared whole."""
     if tuple(got.shape) != tuple(ref.shape):
         return Verdict(False, None, None, f"{name}: shape {tuple(got.shape)} != expected {tuple(ref.shape)}")
     if got.dtype != ref.dtype:
         return Verdict(False, None, None, f"{name}: dtype {got.dtype} != expected {ref.dtype}")
     if got.numel() == 0:
         return Verdict(True, 0.0, 0.0)
-    discrete = not (ref.dtype.is_floating_point or ref.dtype.is_complex)
     repeated = expanded_dims(got)
     if not alternates and prior is None and repeated and repeated == expanded_dims(ref):
         # both repeat one base the same way (layout.py): each base element stands for equally many, so the
@@ -92,76 +97,250 @@ def check_output(
         # stride-0 views of a few megabytes, whose float32 temporaries ran the H200 out of memory)
         got, ref = writable(got), writable(ref)
     got, ref = _as_real(got), _as_real(ref)
-    a = got.to(device=ref.device, dtype=torch.float32)
-    b = ref.to(torch.float32)
-    a_fin, b_fin = torch.isfinite(a), torch.isfinite(b)
-    if not bool(a_fin.all()):
-        bad = ~a_fin
-        neg_inf_ok = tol.allow_negative_inf & (a == float("-inf")) & (b == float("-inf"))
-        both_same = (~b_fin) & ((a == b) | (torch.isnan(a) & torch.isnan(b)))
-        unexplained = bad & ~neg_inf_ok & ~both_same
-        if bool(unexplained.any()):
-            nans = int((torch.isnan(a) & unexplained).sum())
+    tally = Tally(name, ref, tol)
+    if alternates or prior is not None or got.numel() <= CHUNK_ELEMENTS:
+        tally.add(_f32(got, ref.device), _f32(ref, ref.device), 0, alternates, width, prior)
+        return tally.verdict()
+    flat_got, flat_ref = got.reshape(-1), ref.reshape(-1)
+    for lo, hi in _pieces(ref):
+        tally.add(_f32(flat_got[lo:hi], ref.device), _f32(flat_ref[lo:hi], ref.device), lo)
+    if tally.gross_pending():  # the near-miss allowance needs the whole output's scale: a second pass
+        for lo, hi in _pieces(ref):
+            tally.add_gross(_f32(flat_got[lo:hi], ref.device), _f32(flat_ref[lo:hi], ref.device))
+    return tally.verdict()
+
+
+CHUNK_ELEMENTS = 1 << 24  # compared at once: ~10 float32 temporaries of 64 MiB each
+
+
+def _f32(t: torch.Tensor, device: torch.device) -> torch.Tensor:
+    return t.to(device=device, dtype=torch.float32)
+
+
+def _line_width(t: torch.Tensor) -> int:
+    """The length of the lines structure is judged on: the last dim of a tensor of 2 or more dims (0: the
+    tensor has no lines, only windows of consecutive elements)."""
+    return t.shape[-1] if t.dim() >= 2 else 0
+
+
+def _pieces(t: torch.Tensor, chunk: int | None = None) -> list[tuple[int, int]]:
+    """Flat [lo, hi) ranges covering `t`: whole lines at a time, or pieces of one line where a line alone
+    is longer than `chunk` (Tally accounts a line over its pieces)."""
+    n, line, chunk = t.numel(), _line_width(t), chunk or CHUNK_ELEMENTS
+    if line == 0 or line <= chunk:
+        step = max(1, chunk // line) * line if line else chunk
+        return [(lo, min(n, lo + step)) for lo in range(0, n, step)]
+    return [
+        (lo, min(row + line, lo + chunk)) for row in range(0, n, line) for lo in range(row, row + line, chunk)
+    ]
+
+
+def _compare(a: torch.Tensor, b: torch.Tensor, tol: Tolerance) -> tuple[torch.Tensor, torch.Tensor]:
+    """(both finite, |a - b| where both are finite else 0)."""
+    mask = torch.isfinite(a) & torch.isfinite(b)
+    # masked, never a[mask]: boolean indexing builds an int64 index per dimension of every element
+    # (40.75 GiB for a 2.7 GB attention-score output on the H200, round 17)
+    return mask, (a - b).abs_().masked_fill_(~mask, 0.0)
+
+
+def _within(diff: torch.Tensor, b: torch.Tensor, mask: torch.Tensor, tol: Tolerance) -> torch.Tensor:
+    bound = b.abs().mul_(tol.rtol).add_(tol.atol).masked_fill_(~mask, float("inf"))
+    return diff <= bound
+
+
+class Tally:
+    """The rules of check_output summed over the pieces of one output (its whole, or flat ranges in
+    memory order that `_pieces` cut along its lines): counts, extremes, each line's and each column's
+    misses, and the misses at the end of the last piece, so that a window of consecutive elements spanning
+    two pieces is seen as it is whole. The verdict is the whole output's, in the same order of rules."""
+
+    def __init__(self, name: str, ref: torch.Tensor, tol: Tolerance) -> None:
+        self.name, self.tol, self.numel = name, tol, ref.numel()
+        self.discrete = not (ref.dtype.is_floating_point or ref.dtype.is_complex)
+        self.line = _line_width(ref)
+        self.lines = self.numel // self.line if self.line else 0
+        self.unexplained = self.nans = 0
+        self.ref_only_nonfinite = self.out_nonzero = self.ref_nonzero = False
+        self.ok = 0
+        self.max_abs = self.max_rel = 0.0
+        self.sumsq = 0.0  # of the reference where both are finite: the near-miss allowance's scale
+        self.missed = False
+        self.over: int | None = None  # elements beyond a near miss (None: not counted yet)
+        self.worst = 0.0
+        self.bad_lines, self.line_open = 0, 0  # misses of the line a piece ended inside
+        self.column_misses: torch.Tensor | None = None
+        self.carry: torch.Tensor | None = None  # the last RUN_WINDOW - 1 miss flags
+        self.densest = 0
+        self.near_ties, self.moved, self.nearest = 0, False, None
+
+    def add(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        lo: int,
+        alternates: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
+        width: int | None = None,
+        prior: Verdict | None = None,
+    ) -> None:
+        """One piece: `a` the output's, `b` the reference's elements from flat offset `lo` (float32). With
+        alternates the piece is the whole output, in its own shape."""
+        tol = self.tol
+        a_fin, b_fin = torch.isfinite(a), torch.isfinite(b)
+        if not bool(a_fin.all()):
+            neg_inf_ok = tol.allow_negative_inf & (a == float("-inf")) & (b == float("-inf"))
+            both_same = (~b_fin) & ((a == b) | (torch.isnan(a) & torch.isnan(b)))
+            unexplained = ~a_fin & ~neg_inf_ok & ~both_same
+            self.unexplained += int(unexplained.sum())
+            self.nans += int((torch.isnan(a) & unexplained).sum())
+        mask, diff = _compare(a, b, tol)
+        if not bool((b_fin | (a == b) | (torch.isnan(a) & torch.isnan(b))).all()):
+            self.ref_only_nonfinite = True
+        del a_fin, b_fin
+        self.out_nonzero = self.out_nonzero or bool(((a != 0) & mask).any())
+        self.ref_nonzero = self.ref_nonzero or bool(((b != 0) & mask).any())
+        if alternates:
+            b_own = b
+            start = prior.nearest if prior is not None else None
+            b, diff, self.near_ties, self.moved = nearest_reference(
+                a, b, diff, mask, tol, alternates, near=not self.discrete, width=width, start=start
+            )
+            self.nearest = b
+        ok = _within(diff, b, mask, tol)
+        if self.near_ties and not self.discrete:
+            jumped = jumped_lines(b, b_own, mask, tol, width)
+            ok = ok | (jumped & (diff <= near_miss_allowance(b, mask, tol)))
+        self.ok += int(ok.sum())
+        self.max_abs = max(self.max_abs, float(diff.max()))
+        rel = diff / b.abs().clamp_min_(1e-12)
+        self.max_rel = max(self.max_rel, float(rel.masked_fill_(~mask, 0.0).max()))
+        del rel
+        self.sumsq += float(torch.where(mask, b, torch.zeros_like(b)).square().sum(dtype=torch.float64))
+        miss = (~ok & mask).reshape(-1)
+        if lo == 0 and miss.numel() == self.numel:  # the whole output at once: its own scale is known
+            self._gross(diff, b, ok, mask, self.scale())
+        self._structure(miss, lo)
+
+    def scale(self) -> float:
+        """The root mean square of the reference where both are finite (near_miss_allowance)."""
+        return math.sqrt(self.sumsq / self.numel)
+
+    def gross_pending(self) -> bool:
+        return self.over is None and self.missed and not self.discrete
+
+    def add_gross(self, a: torch.Tensor, b: torch.Tensor) -> None:
+        """One piece again, once every piece was added: its elements beyond a near miss."""
+        mask, diff = _compare(a, b, self.tol)
+        self._gross(diff, b, _within(diff, b, mask, self.tol), mask, self.scale())
+
+    def _gross(
+        self, diff: torch.Tensor, b: torch.Tensor, ok: torch.Tensor, mask: torch.Tensor, scale: float
+    ) -> None:
+        over = ~ok & mask & (diff > near_miss_allowance(b, mask, self.tol, scale))
+        self.over = (self.over or 0) + int(over.sum())
+        if bool(over.any()):
+            self.worst = max(self.worst, float(torch.where(over, diff, torch.zeros_like(diff)).max()))
+
+    def _structure(self, miss: torch.Tensor, lo: int) -> None:
+        """Each line's misses, each column's, and the densest window of consecutive misses so far."""
+        if not bool(miss.any()):
+            self.carry = None if self.carry is None else torch.cat([self.carry, miss])[-(RUN_WINDOW - 1) :]
+            self._close_line(lo + miss.numel())
+            return
+        self.missed = True
+        line = self.line
+        if line and lo % line == 0 and miss.numel() % line == 0:
+            grid = miss.reshape(-1, line)
+            self.bad_lines += int((grid.sum(dim=1) >= LINE_SHARE * line).sum())
+            self._columns(grid.sum(dim=0))
+        elif line:  # a piece of one line longer than a piece
+            self.line_open += int(miss.sum())
+            self._columns(miss.to(torch.int64), lo % line)
+            self._close_line(lo + miss.numel())
+        flat = miss if self.carry is None else torch.cat([self.carry, miss])
+        if flat.numel() < RUN_WINDOW <= self.numel:  # some window of the whole output holds all of these
+            self.densest = max(self.densest, int(flat.sum()))
+        elif flat.numel() >= RUN_WINDOW:
+            sums = torch.cumsum(torch.cat([flat.new_zeros(1, dtype=torch.int64), flat.to(torch.int64)]), 0)
+            self.densest = max(self.densest, int((sums[RUN_WINDOW:] - sums[:-RUN_WINDOW]).max()))
+        self.carry = flat[-(RUN_WINDOW - 1) :]
+
+    def _columns(self, counts: torch.Tensor, at: int = 0) -> None:
+        if self.column_misses is None:
+            self.column_misses = torch.zeros(self.line, dtype=torch.int64, device=counts.device)
+        self.column_misses[at : at + counts.numel()] += counts
+
+    def _close_line(self, hi: int) -> None:
+        """At the end of a line that was cut into pieces, whether it was mostly missed."""
+        if self.line and hi % self.line == 0 and self.line_open:
+            self.bad_lines += int(self.line_open >= LINE_SHARE * self.line)
+            self.line_open = 0
+
+    def verdict(self) -> Verdict:
+        name, tol = self.name, self.tol
+        if self.unexplained:
             return Verdict(
                 False,
                 None,
                 None,
-                f"{name}: {int(unexplained.sum())} non-finite values "
-                f"({nans} NaN) where the reference is finite (or -inf not allowed)",
+                f"{name}: {self.unexplained} non-finite values "
+                f"({self.nans} NaN) where the reference is finite (or -inf not allowed)",
             )
-    mask = a_fin & b_fin
-    if not bool((b_fin | (a == b) | (torch.isnan(a) & torch.isnan(b))).all()):
-        return Verdict(False, None, None, f"{name}: the reference has non-finite values the output lacks")
-    # masked reductions, never a[mask]: boolean indexing builds an int64 index per dimension of every
-    # element (40.75 GiB for a 2.7 GB attention-score output on the H200, round 17)
-    if not bool(((a != 0) & mask).any()) and bool(((b != 0) & mask).any()):
-        return Verdict(False, None, None, f"{name}: all zeros where the reference is not")
-    # in place where it can be: a large output's float32 temporaries are what the parent holds beside
-    # the worker (round 17: a 2.7 GB bf16 output's comparison took tens of GiB)
-    outside = ~mask
-    diff = (a - b).abs_().masked_fill_(outside, 0.0)
-    near_ties, nearest, moved = 0, None, False
-    if alternates:
-        b_own = b
-        start = prior.nearest if prior is not None else None
-        b, diff, near_ties, moved = nearest_reference(
-            a, b, diff, mask, tol, alternates, near=not discrete, width=width, start=start
-        )
-        nearest = b
-    bound = b.abs().mul_(tol.rtol).add_(tol.atol).masked_fill_(outside, float("inf"))
-    ok = diff <= bound
-    del bound
-    if near_ties and not discrete:
-        jumped = jumped_lines(b, b_own, mask, tol, width)
-        ok = ok | (jumped & (diff <= near_miss_allowance(b, mask, tol)))
-    ratio = int(ok.sum()) / ok.numel()
-    max_abs = float(diff.max())
-    rel = b.abs().clamp_min_(1e-12)
-    rel = diff / rel
-    max_rel = float(rel.masked_fill_(outside, 0.0).max())
-    del rel, outside
-    tie_note = f" ({near_ties} judged as near-ties)" if near_ties else ""
+        if self.ref_only_nonfinite:
+            return Verdict(False, None, None, f"{name}: the reference has non-finite values the output lacks")
+        if not self.out_nonzero and self.ref_nonzero:
+            return Verdict(False, None, None, f"{name}: all zeros where the reference is not")
+        ratio, max_abs = self.ok / self.numel, self.max_abs
+        tie_note = f" ({self.near_ties} judged as near-ties)" if self.near_ties else ""
 
-    def judged(why: str | None = None) -> Verdict:
-        message = f"{name}: {why}{tie_note}" if why else ""
-        return Verdict(not why, max_abs, max_rel, message, bool(why), ratio, near_ties, moved, nearest)
+        def judged(why: str | None = None) -> Verdict:
+            message = f"{name}: {why}{tie_note}" if why else ""
+            return Verdict(
+                not why,
+                max_abs,
+                self.max_rel,
+                message,
+                bool(why),
+                ratio,
+                self.near_ties,
+                self.moved,
+                self.nearest,
+            )
 
-    if ratio < tol.matched_ratio:
-        return judged(
-            f"{ratio * 100:.3f}% of elements within atol={tol.atol:g} rtol={tol.rtol:g}, need "
-            f"{tol.matched_ratio * 100:g}% (max abs error {max_abs:.4g})"
-        )
-    if tol.error_cap is not None and max_abs > tol.error_cap:
-        return judged(f"max abs error {max_abs:.4g} exceeds the cap {tol.error_cap:g}")
-    # a discrete output (a mask, an index) misses by whole units: a flipped bit or a tie broken the other
-    # way is all an honest miss can be there, so only the ratio and the structure judge it
-    gross = None if discrete else gross_miss(diff, b, ok, mask, tol)
-    if gross:
-        return judged(gross)
-    structure = structural_omission(~ok & mask)
-    if structure:
-        return judged(f"{structure} (max abs error {max_abs:.4g})")
-    return judged()
+        if ratio < tol.matched_ratio:
+            return judged(
+                f"{ratio * 100:.3f}% of elements within atol={tol.atol:g} rtol={tol.rtol:g}, need "
+                f"{tol.matched_ratio * 100:g}% (max abs error {max_abs:.4g})"
+            )
+        if tol.error_cap is not None and max_abs > tol.error_cap:
+            return judged(f"max abs error {max_abs:.4g} exceeds the cap {tol.error_cap:g}")
+        # a discrete output (a mask, an index) misses by whole units: a flipped bit or a tie broken the other
+        # way is all an honest miss can be there, so only the ratio and the structure judge it
+        if not self.discrete and self.over:
+            return judged(
+                f"{self.over} elements are off by more than {NEAR_MISS_FACTOR:g}x their tolerance (worst "
+                f"{self.worst:.4g}): elements outside the tolerance may only be near misses, not arbitrary "
+                "values"
+            )
+        structure = self._omission()
+        if structure:
+            return judged(f"{structure} (max abs error {max_abs:.4g})")
+        return judged()
+
+    def _omission(self) -> str | None:
+        """Why the mismatched elements look like skipped work: most of a row or column of the [rows, last
+        dim] view, or most of a window of consecutive elements in memory order (None when scattered).
+        "Most", not "all": a cheap guess for the skipped part lands within tolerance here and there."""
+        if not self.missed:
+            return None
+        if self.line >= MIN_LINE and self.bad_lines:
+            return f"{self.bad_lines} rows are mostly wrong (work skipped on whole rows)"
+        if self.line and self.lines >= MIN_LINE and self.column_misses is not None:
+            bad = int((self.column_misses >= LINE_SHARE * self.lines).sum())
+            if bad:
+                return f"{bad} columns are mostly wrong (work skipped on whole features)"
+        if self.densest >= LINE_SHARE * RUN_WINDOW:
+            return f"{self.densest} of {RUN_WINDOW} consecutive elements are wrong (a skipped tail or block)"
+        return None
 
 
 def nearest_reference(
@@ -253,54 +432,15 @@ def jumped_lines(
     return jump.reshape(-1, width).any(dim=1, keepdim=True).expand(-1, width).reshape(ref.shape)
 
 
-def near_miss_allowance(ref: torch.Tensor, mask: torch.Tensor, tol: Tolerance) -> torch.Tensor:
-    """How far an element may be off and still be a near miss (see the module's docstring)."""
-    finite_ref = torch.where(mask, ref, torch.zeros_like(ref))
-    scale = float(finite_ref.square().mean().sqrt())
+def near_miss_allowance(
+    ref: torch.Tensor, mask: torch.Tensor, tol: Tolerance, scale: float | None = None
+) -> torch.Tensor:
+    """How far an element may be off and still be a near miss (see the module's docstring). `scale`: the
+    root mean square of the whole reference where both are finite (computed here from `ref` if None)."""
+    if scale is None:
+        finite_ref = torch.where(mask, ref, torch.zeros_like(ref))
+        scale = float(finite_ref.square().mean().sqrt())
     allowed = NEAR_MISS_FACTOR * (tol.atol + tol.rtol * ref.abs().clamp_min(scale))
     if tol.error_cap is not None:  # the operator's author said how far an element may be off: that far
         allowed = allowed.clamp_min(tol.error_cap)
     return allowed
-
-
-def gross_miss(
-    diff: torch.Tensor, ref: torch.Tensor, ok: torch.Tensor, mask: torch.Tensor, tol: Tolerance
-) -> str | None:
-    """Why some forgiven element is not a near miss (None when every one is)."""
-    miss = ~ok & mask
-    if not bool(miss.any()):
-        return None
-    over = miss & (diff > near_miss_allowance(ref, mask, tol))
-    if not bool(over.any()):
-        return None
-    worst = float(torch.where(over, diff, torch.zeros_like(diff)).max())
-    return (
-        f"{int(over.sum())} elements are off by more than {NEAR_MISS_FACTOR:g}x their tolerance (worst "
-        f"{worst:.4g}): elements outside the tolerance may only be near misses, not arbitrary values"
-    )
-
-
-def structural_omission(miss: torch.Tensor) -> str | None:
-    """Why the mismatched elements look like skipped work: most of a row or column of the [rows, last
-    dim] view, or most of a window of consecutive elements in memory order (None when scattered). "Most",
-    not "all": a cheap guess for the skipped part lands within tolerance here and there."""
-    if not bool(miss.any()):
-        return None
-    if miss.dim() >= 2:
-        grid = miss.reshape(-1, miss.shape[-1]).float()
-        rows, cols = grid.shape
-        if cols >= MIN_LINE:
-            bad = int((grid.mean(dim=1) >= LINE_SHARE).sum())
-            if bad:
-                return f"{bad} rows are mostly wrong (work skipped on whole rows)"
-        if rows >= MIN_LINE:
-            bad = int((grid.mean(dim=0) >= LINE_SHARE).sum())
-            if bad:
-                return f"{bad} columns are mostly wrong (work skipped on whole features)"
-    flat = miss.reshape(-1)
-    if flat.numel() >= RUN_WINDOW:
-        sums = torch.cumsum(torch.cat([flat.new_zeros(1, dtype=torch.int64), flat.to(torch.int64)]), 0)
-        densest = int((sums[RUN_WINDOW:] - sums[:-RUN_WINDOW]).max())
-        if densest >= LINE_SHARE * RUN_WINDOW:
-            return f"{densest} of {RUN_WINDOW} consecutive elements are wrong (a skipped tail or block)"
-    return None
