@@ -443,6 +443,18 @@ def output_shapes(op: Operator, wl: Workload) -> list[tuple[tuple[int, ...], tor
     return [(stored_shape(s, wl.axes), dtype_of(s.dtype)) for s in op.outputs]
 
 
+def declared_bytes(op: Operator, wl: Workload) -> int:
+    """Bytes of one call's inputs and outputs as the definition declares them (a custom generator's or a
+    native operator's may differ: 0 where nothing is declared)."""
+    total = 0
+    for spec in [*op.inputs, *op.outputs]:
+        if spec.shape is None:
+            continue
+        size = torch.empty(0, dtype=dtype_of(spec.dtype)).element_size()
+        total += math.prod(stored_shape(spec, wl.axes)) * size
+    return total
+
+
 def packed(t: torch.Tensor) -> bool:
     """Packed fp4 pairs: most torch ops (copy_, fill_, equal, arithmetic) are not implemented for them,
     so the harness handles them through their bytes."""

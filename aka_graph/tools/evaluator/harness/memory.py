@@ -129,6 +129,19 @@ def plan_memory(
     return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
 
 
+ONE_SEED_BYTES = GIB  # a workload whose seeds' sets together reach this is checked one seed at a time
+
+
+def one_seed_at_a_time(set_bytes: int, seeds: int) -> bool:
+    """Whether correctness runs a workload's seeds one at a time, the parent's reference before the
+    worker's call, rather than all seeds at once with both processes computing together. Together, each
+    process held every seed's outputs (three 24 GiB sets of MoE weight gradients, round 18) and each
+    computed its reference's temporaries beside the other's (a decoder block's 16 GiB attention scores
+    while the worker held 104 GiB): the H200 ran out of memory on problems one call of which fits. A
+    small workload keeps the overlap, which is where its time goes."""
+    return set_bytes * seeds >= ONE_SEED_BYTES
+
+
 TIMED_SETS = {"cpu": HOST_REPS, "cuda": EVENT_SAMPLES}  # fresh input sets wanted: one per timed call
 
 

@@ -92,38 +92,64 @@ def _load(session: Session, ks: KernelState) -> dict[str, Any] | None:
 def _correctness(session: Session, states: list[KernelState]) -> None:
     seeds = [list(s) for s in session.seeds]
     for idx in session.indices:
-        active = [ks for ks in states if ks.alive]
-        if not active:
-            return
-        placed: dict[int, list[Placed]] = {}
-        for ks in active:  # the workers compute while the parent computes the references
+        groups = session.seed_groups(idx)
+        for group in groups:
+            # a kernel already wrong on this workload is not called on its other seeds
+            active = [ks for ks in states if ks.alive and ks.verdicts[idx].status == "PASS"]
+            if not active:
+                break
+            refs = None
+            if len(groups) > 1:  # large (memory.one_seed_at_a_time): the reference first, then the workers
+                with span("correctness.reference"):
+                    refs = session.reference_outputs(idx, group)
+                settle(session.device)  # its temporaries handed back before a worker computes
+            placed = _send_run(session, active, idx, [seeds[n] for n in group])
             try:
-                assert ks.worker is not None
-                msg: dict[str, Any] = {"cmd": "run", "wl": idx, "seeds": seeds}
-                if session.device.type == "cpu":  # inputs in the parent's own files (sharedinputs.py)
-                    placed[id(ks)] = place_seeds(session.reference, idx, seeds, ks.worker.scratch, f"w{idx}")
-                    msg["shared"] = [p.descs for p in placed[id(ks)]]
-                ks.worker.chan.send(msg)
-            except OSError as exc:
-                ks.stop("RUNTIME_ERROR", f"the worker died: {exc}: {ks.worker.log_tail()}")
+                _judge_correctness(session, active, idx, group, placed, refs)
+            finally:
+                for p in (p for ps in placed.values() for p in ps):
+                    p.close()
+
+
+def _send_run(
+    session: Session, active: list[KernelState], idx: int, seeds: list[list[Any]]
+) -> dict[int, list[Placed]]:
+    """The run command for workload `idx` on `seeds` to each active worker (on a host, with the inputs
+    placed in the parent's own files); the workers compute while the parent goes on."""
+    placed: dict[int, list[Placed]] = {}
+    for ks in active:
         try:
-            _judge_correctness(session, active, idx, seeds, placed)
-        finally:
-            for p in (p for ps in placed.values() for p in ps):
-                p.close()
+            assert ks.worker is not None
+            msg: dict[str, Any] = {"cmd": "run", "wl": idx, "seeds": seeds}
+            if session.device.type == "cpu":  # inputs in the parent's own files (sharedinputs.py)
+                placed[id(ks)] = place_seeds(session.reference, idx, seeds, ks.worker.scratch, f"w{idx}")
+                msg["shared"] = [p.descs for p in placed[id(ks)]]
+            ks.worker.chan.send(msg)
+        except OSError as exc:
+            ks.stop("RUNTIME_ERROR", f"the worker died: {exc}: {ks.worker.log_tail()}")
+    return placed
 
 
 def _judge_correctness(
-    session: Session, active: list[KernelState], idx: int, seeds: list[list[Any]], placed: dict[int, Any]
+    session: Session,
+    active: list[KernelState],
+    idx: int,
+    group: list[int],
+    placed: dict[int, Any],
+    refs: tuple[list[list[Any]], list[list[float]]] | None = None,
 ) -> None:
-    """The workers' replies for workload `idx` against the references and the parent's own inputs."""
-    with span("correctness.reference"):
-        refs, digests = session.reference_outputs(idx)
+    """The workers' replies for workload `idx` on the seeds `group` (indices into session.seeds) against
+    the references (`refs`, else computed now, while the workers compute) and the parent's own inputs."""
+    if refs is None:
+        with span("correctness.reference"):
+            refs = session.reference_outputs(idx, group)
+    wanted, digests = refs
+    del refs
     for ks in active:
         if not ks.alive:
             continue
         with span("correctness.worker"):  # its calls, and reading its outputs (transfer.* inside)
-            reply = ks.request(None, session.call_timeout * len(seeds) + 5)
+            reply = ks.request(None, session.call_timeout * len(group) + 5)
         verdict = ks.verdicts[idx]
         if reply is None:
             verdict.fail(*ks.error)
@@ -137,24 +163,25 @@ def _judge_correctness(
             continue
         # the parent's own fingerprints of its own files where it placed the inputs; else the worker's
         after = read_back_digests(placed[id(ks)]) if id(ks) in placed else reply.get("after_digests")
-        for n, (got, want) in enumerate(zip(reply["outputs"], refs, strict=False)):
-            if reply["digests"][n] != digests[n]:
+        for k, (got, want) in enumerate(zip(reply["outputs"], wanted, strict=False)):
+            n = group[k]  # the seed's number in the evaluation (messages name it)
+            if reply["digests"][k] != digests[k]:
                 verdict.fail(
                     "INCORRECT",
                     f"seed {n}: the worker's inputs differ from the parent's "
                     "(non-deterministic input generation or tampering)",
                 )
                 break
-            if (after or digests)[n] is None:
+            if (after or digests)[k] is None:
                 verdict.fail("REWARD_HACK", f"seed {n}: the kernel truncated the files holding its inputs")
                 break
-            changed = mutated_inputs(session, digests[n], (after or digests)[n])
+            changed = mutated_inputs(session, digests[k], (after or digests)[k])
             if changed:  # the parent's own check on its own data (the worker's may be switched off)
                 verdict.fail("REWARD_HACK", f"seed {n}: the kernel modified input(s) {changed}")
                 break
-            before, now = digests[n], (after or digests)[n]
+            before, now = digests[k], (after or digests)[k]
             untouched = {i for i in session.contract.get("compared", []) if before[i] == now[i]}
-            seed, scale, mix = seeds[n]
+            seed, scale, mix = session.seeds[n]
             with span("correctness.compare"):
                 same = session.judge_outputs(
                     verdict,
@@ -168,7 +195,7 @@ def _judge_correctness(
                 )
             if not same:
                 break
-    del refs
+    del wanted
 
 
 def mutated_inputs(session: Session, before: list[float], after: list[float]) -> list[int]:

@@ -18,10 +18,10 @@ from .bench import call_has_no_work
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
-from .inputs import FP4X2, dtype_of, fp4x2_values
+from .inputs import FP4X2, declared_bytes, dtype_of, fp4x2_values
 from .layout import value_bytes
 from .loading import load_operator
-from .memory import output_bytes, release, release_cached, spare_bytes
+from .memory import one_seed_at_a_time, output_bytes, release, release_cached, spare_bytes
 from .neartie import (
     BUDGET_S,
     MATCHED_BEFORE_TIES,
@@ -339,7 +339,7 @@ class Session:
             budget = min(budget, spare_bytes(self.device) // 8)
         budget -= sum(_seeds_bytes(outs) for outs, _ in self.prepared.values())
         for idx in self.indices:
-            if idx in self.prepared:
+            if idx in self.prepared or len(self.seed_groups(idx)) > 1:  # large: computed seed by seed
                 continue
             if interrupted():
                 break
@@ -355,19 +355,33 @@ class Session:
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id
 
-    def reference_outputs(self, idx: int) -> tuple[list[list[Any]], list[list[float]]]:
-        """Workload `idx`'s reference outputs and input digests for this evaluation's seeds."""
-        if idx in self.prepared:
+    def seed_groups(self, idx: int) -> list[list[int]]:
+        """The seeds of workload `idx` as correctness runs them: all at once, or one at a time where their
+        sets together are large (memory.one_seed_at_a_time: then the parent's reference comes first)."""
+        wl = self.op.workloads[idx]
+        per_seed = self.set_bytes.get(idx) or (declared_bytes(self.op, wl) if self.op.kind == "sol" else 0)
+        every = list(range(len(self.seeds)))
+        return [[n] for n in every] if one_seed_at_a_time(per_seed, len(every)) else [every]
+
+    def reference_outputs(
+        self, idx: int, which: list[int] | None = None
+    ) -> tuple[list[list[Any]], list[list[float]]]:
+        """Workload `idx`'s reference outputs and input digests for this evaluation's seeds (`which` of
+        them, in that order; all by default)."""
+        if idx in self.prepared and (which is None or which == list(range(len(self.seeds)))):
             self.prepared_used += 1
             return self.prepared.pop(idx)
-        return self._reference_outputs(idx)
+        return self._reference_outputs(idx, which)
 
-    def _reference_outputs(self, idx: int) -> tuple[list[list[Any]], list[list[float]]]:
+    def _reference_outputs(
+        self, idx: int, which: list[int] | None = None
+    ) -> tuple[list[list[Any]], list[list[float]]]:
         outs, digests, freed = [], [], 0
         # the workload's speed-of-light bound, once per session: a long-lived parent (serve.py) counts
         # the reference's FLOPs (a traced call, the slowest of the parent's steps) on its first evaluation
         bound_it = self.spec is not None and idx not in self.sol
-        for n, (seed, scale, mix) in enumerate(self.seeds):
+        for n in range(len(self.seeds)) if which is None else which:
+            seed, scale, mix = self.seeds[n]
             inputs = self.reference.inputs(idx, seed, scale, mix)
             digests.append(digest(inputs))
             if n == 0:
