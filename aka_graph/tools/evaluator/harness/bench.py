@@ -175,16 +175,16 @@ def worth_parking(held: int, spare: int) -> bool:
 
 
 def park_large(device: torch.device, keep: Bench | None = None) -> None:
-    """Park every other bench larger than SMALL_BYTES that can be rebuilt without memory of its own
-    (regenerated from its seed): a new workload's bench is not built beside earlier large ones
-    (issue 9, class 2: MoE experts). Except where they are modest beside what is free (at most
+    """Park every other bench holding more than SMALL_BYTES (its graph's pool too) that can be rebuilt
+    without memory of its own (regenerated from its seed): a new workload's bench is not built beside
+    earlier large ones (issue 9, class 2: MoE experts; round 18: an attention backward's graphs). Except where they are modest beside what is free (at most
     KEEP_LARGE_BYTES and an eighth of the free device memory together): parking costs a collection, a
     synchronization and a cache release each, and rebuilding a parked bench on its next round a
     capture (rmsnorm's five 100 MB workloads: ~0.4 s of a 3 s warm evaluation)."""
     large = [
         b
         for ref in list(_LIVE)
-        if (b := ref()) is not None and b is not keep and b.regenerate and b.nbytes > SMALL_BYTES
+        if (b := ref()) is not None and b is not keep and b.regenerate and b.resident_bytes > SMALL_BYTES
     ]
     held = sum(b.resident_bytes for b in large)
     if device.type == "cuda" and not worth_parking(held, spare_bytes(device)):
@@ -241,11 +241,13 @@ class Bench:
 
     @property
     def resident_bytes(self) -> int:
-        """Device or host bytes this bench's copies hold now (0 when parked)."""
+        """Device or host bytes this bench holds now (0 when parked): its copies, pristine twins and its
+        CUDA graph's private pool (the captured calls' temporaries)."""
         if self.parked is not None:
             return 0
         copies, pristine = getattr(self, "copies", []), getattr(self, "pristine", [])
-        return self.nbytes * max(1, len(copies)) + value_bytes([t for c in pristine for t in c])
+        graph = self.graph.pool_bytes if getattr(self, "graph", None) is not None else 0
+        return self.nbytes * max(1, len(copies)) + value_bytes([t for c in pristine for t in c]) + graph
 
     @property
     def resident(self) -> bool:

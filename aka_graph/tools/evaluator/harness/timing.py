@@ -290,6 +290,9 @@ class GraphTimer:
         self.graph: Any = None
         self.kernel_nodes: int | None = None
         self.notes: list[str] = []
+        # device memory the graph's private pool took (the calls' temporaries, kept while the graph lives):
+        # not in a bench's copies, yet an attention backward's graphs held 34 GiB of a worker (round 18)
+        self.pool_bytes = 0
 
     def capture(self) -> None:
         stream = torch.cuda.Stream()
@@ -299,6 +302,7 @@ class GraphTimer:
                 self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
+        reserved = torch.cuda.memory_reserved()  # the warm-ups' temporaries are cached by now
         try:
             graph = torch.cuda.CUDAGraph(keep_graph=True)
             kept = True
@@ -309,6 +313,7 @@ class GraphTimer:
             with torch.cuda.graph(graph):
                 for i in range(self.calls):
                     self.outputs[i % self.n_copies] = self.call(i % self.n_copies)
+        self.pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
         for w in said:  # torch's own word that the capture launched nothing (then it keeps no graph)
             if "graph is empty" in str(w.message).lower():
                 self.kernel_nodes = 0

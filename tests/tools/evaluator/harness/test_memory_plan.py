@@ -6,6 +6,8 @@ always gave. The end-to-end peak memory on the CPU: test_memory_footprint.py."""
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 import pytest
 import torch
 
@@ -270,6 +272,20 @@ def test_a_parked_bench_is_regenerated_from_its_seed_and_keeps_nothing(
     first.measure()  # used again: rebuilt from its seed
     assert first.parked is None and draws == [1, 2, 1]
     assert first.pristine and torch.equal(first.pristine[0][0], expected)
+
+
+def test_a_bench_whose_graph_holds_large_temporaries_is_parked_though_its_inputs_are_small() -> None:
+    """Round 18 on the H200: an attention backward's inputs are a few hundred MB, its captured calls'
+    temporaries (the graph's private pool) GiBs; the worker kept every earlier workload's graph and ran
+    out of memory timing the next one with 34 GiB in graph pools. The pool counts as what a bench holds."""
+    small = Bench(
+        _recording_runner([]), [torch.randn(8, 8), torch.arange(3)], torch.device("cpu"), 0, regenerate=list
+    )
+    assert small.nbytes < SMALL_BYTES and small.resident_bytes < SMALL_BYTES
+    small.graph = SimpleNamespace(pool_bytes=5 * GIB)  # what GraphTimer.capture measured on a GPU
+    assert small.resident_bytes >= 5 * GIB
+    park_large(torch.device("cpu"))
+    assert small.parked == [] and small.graph is None and small.resident_bytes == 0
 
 
 def test_large_benches_stay_resident_only_while_modest_beside_what_is_free() -> None:
