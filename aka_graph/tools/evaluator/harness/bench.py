@@ -177,10 +177,11 @@ def worth_parking(held: int, spare: int) -> bool:
 def park_large(device: torch.device, keep: Bench | None = None) -> None:
     """Park every other bench holding more than SMALL_BYTES (its graph's pool too) that can be rebuilt
     without memory of its own (regenerated from its seed): a new workload's bench is not built beside
-    earlier large ones (issue 9, class 2: MoE experts; round 18: an attention backward's graphs). Except where they are modest beside what is free (at most
-    KEEP_LARGE_BYTES and an eighth of the free device memory together): parking costs a collection, a
-    synchronization and a cache release each, and rebuilding a parked bench on its next round a
-    capture (rmsnorm's five 100 MB workloads: ~0.4 s of a 3 s warm evaluation)."""
+    earlier large ones (issue 9, class 2: MoE experts; round 18: an attention backward's graphs).
+    Except where they are modest beside what is free (at most KEEP_LARGE_BYTES and an eighth of the free
+    device memory together): parking costs a collection, a synchronization and a cache release each, and
+    rebuilding a parked bench on its next round a capture (rmsnorm's five 100 MB workloads: ~0.4 s of a
+    3 s warm evaluation)."""
     large = [
         b
         for ref in list(_LIVE)

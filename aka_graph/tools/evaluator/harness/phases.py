@@ -54,10 +54,15 @@ def startup_timeline(session: object, states: list[object], t0: float) -> dict[s
 
 def transfer_summary(states: list[object]) -> dict[str, object]:
     """How the workers' outputs came back: bytes through the shared region (shm.py), and whether every
-    worker had one (else the pipe carried them)."""
-    chans = [getattr(getattr(ks, "worker", None), "chan", None) for ks in states]
-    chans = [c for c in chans if c is not None]
+    worker had one (else the pipe carried them); bytes that crossed on the device (device_share.py), and
+    why not where a worker's could not (its probe's note)."""
+    workers = [getattr(ks, "worker", None) for ks in states]
+    chans = [c for c in (getattr(w, "chan", None) for w in workers) if c is not None]
+    notes = sorted({n for n in (getattr(w, "share_note", "") for w in workers) if n})
     return {
         "shared_region": bool(chans) and all(getattr(c, "region", None) is not None for c in chans),
         "shared_region_bytes": sum(int(getattr(c, "bulk_bytes", 0)) for c in chans),
+        "device_shared": bool(chans) and all(getattr(c, "offer_share", False) for c in chans),
+        "device_shared_bytes": sum(int(getattr(c, "shared_bytes", 0)) for c in chans),
+        **({"device_share_note": "; ".join(notes)} if notes else {}),
     }

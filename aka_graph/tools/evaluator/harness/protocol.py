@@ -7,6 +7,10 @@ no pipe copy, and the worker need not wait for the parent to read. The receiver 
 `weights_only=True`, rebuilds tensors only from an allowlist of dtypes and checks every region offset and
 size against the region, so a message from the candidate's process carries data but can never execute
 code in the parent or make it read outside what it mapped.
+
+On a GPU, once the worker showed at start-up that the parent can map its allocations (`offer_probe`,
+`accept_probe`), a large device tensor crosses on the device (device_share.py): the header says which
+allocation and where ("shared"), the parent copies it into memory of its own and unmaps it.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ from typing import Any
 
 import torch
 
+from . import device_share
 from .layout import writable
 from .shm import ALIGN, Region
 from .spans import span
@@ -192,6 +197,14 @@ class Channel:
         self._stage: torch.Tensor | None = None  # one pinned buffer, reused for every device tensor
         self.bulk_bytes = 0  # bytes that went through the region (sent or received): reported, tested
         self.pinned = PinnedPrefix(region)  # registered with CUDA as device copies reach it
+        # device sharing: the parent offers it in every request once the worker's probe mapped
+        # (accept_probe); the worker shares while the last request offered it, and keeps what it shared
+        # alive until the next request (the parent has copied it by then)
+        self.offer_share = False
+        self.share_device = False
+        self.shared_kept: list[torch.Tensor] = []
+        self.shared_bytes = 0  # bytes that crossed on the device (sent or received): reported, tested
+        self._mapped: device_share.Mapped | None = None
         enlarge(wfd)
 
     def stage(self, nbytes: int) -> torch.Tensor:
@@ -215,6 +228,8 @@ class Channel:
         left, at = [], 0
         for t, meta in zip(tensors, metas, strict=True):
             n = nbytes_of(t)
+            if self._shared(t, meta, n):
+                continue
             if n == 0 or at + n > self.region.size:
                 left.append(t)
                 continue
@@ -234,9 +249,26 @@ class Channel:
             at += -(-n // ALIGN) * ALIGN
         return left
 
+    def _shared(self, t: torch.Tensor, meta: dict[str, Any], nbytes: int) -> bool:
+        """Whether device tensor `t` crossed on the device (its handle in `meta`); False where it goes
+        through the region: sharing not offered, a small tensor, or the driver refused."""
+        if not self.share_device or t.device.type != "cuda" or nbytes < device_share.MIN_SHARED_BYTES:
+            return False
+        try:
+            meta["shared"] = device_share.share(t)
+        except device_share.ShareError:
+            return False
+        self.shared_kept.append(t)
+        self.shared_bytes += nbytes
+        return True
+
     def send(self, obj: Any) -> None:
+        if isinstance(obj, dict) and "cmd" in obj:  # a request: whether the reply may share device memory
+            obj = {**obj, "share": self.offer_share}
         tensors: list[torch.Tensor] = []
         stripped = _strip(obj, tensors)
+        if self.share_device and any(t.device.type == "cuda" for t in tensors):
+            torch.cuda.synchronize()  # what the parent maps is written before it reads
         left = tensors
         if tensors:
             with span("w.region_write"):  # the worker's outputs into the shared region
@@ -283,6 +315,8 @@ class Channel:
         nbytes = numel * torch.empty(0, dtype=dtype).element_size()
         on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
         expand = _expansion(meta, shape)
+        if "shared" in meta:  # on the device: mapped, copied into the parent's own memory
+            return self._from_device(meta["shared"], nbytes, on_gpu).view(dtype).reshape(shape).expand(expand)
         if "at" in meta:  # in the shared region: bounds checked, then copied out at once
             return self._from_region(meta["at"], nbytes, on_gpu).view(dtype).reshape(shape).expand(expand)
         if on_gpu:  # pipe -> pinned stage -> a new device tensor (synchronous: the stage is free again)
@@ -293,6 +327,18 @@ class Channel:
         raw = torch.empty(nbytes, dtype=torch.uint8)
         self._read_into(_bytes_view(raw), deadline)
         return raw.view(dtype).reshape(shape).expand(expand)
+
+    def _from_device(self, shared: Any, nbytes: int, on_gpu: bool) -> torch.Tensor:
+        """The bytes the worker shared on the device, as a tensor of the parent's own (device_share.py)."""
+        if not on_gpu or self._mapped is None or not isinstance(shared, dict) or nbytes == 0:
+            raise ProtocolError("a device-shared tensor where none may be")
+        with span("transfer.device_share"):
+            try:
+                own = self._mapped.copy(shared.get("handle"), shared.get("offset"), nbytes)
+            except (ValueError, device_share.ShareError) as exc:
+                raise ProtocolError(f"device-shared tensor: {exc}") from exc
+        self.shared_bytes += nbytes
+        return own
 
     def _from_region(self, at: Any, nbytes: int, on_gpu: bool) -> torch.Tensor:
         """The bytes at `at` as a tensor of the parent's own (a copy: the worker can still write the
@@ -330,10 +376,61 @@ class Channel:
         deadline = None if timeout_s is None else time.monotonic() + timeout_s
         head = bytearray(8)
         self._read_into(memoryview(head), deadline)
+        self.shared_kept.clear()  # a new request: the parent copied what the last reply shared
         (n,) = struct.unpack("<Q", head)
         if n > 1 << 30:
             raise ProtocolError(f"header of {n} bytes")
         payload = bytearray(n)
         self._read_into(memoryview(payload), deadline)
         header = torch.load(io.BytesIO(payload), weights_only=True)
-        return self._rebuild(header, deadline, [0])
+        if isinstance(header, dict) and "cmd" in header:
+            self.share_device = header.get("share") is True
+        on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
+        self._mapped = device_share.Mapped(self.map_location) if on_gpu and self.offer_share else None
+        try:
+            return self._rebuild(header, deadline, [0])
+        finally:
+            if self._mapped is not None:
+                self._mapped.close()
+            self._mapped = None
+
+    def offer_probe(self) -> dict[str, Any] | None:
+        """The worker's side of the start-up check: a device tensor of a known pattern, shared (kept alive
+        until the next request), as plain fields of the ready message; None where it cannot share."""
+        if not torch.cuda.is_available():
+            return None
+        probe = probe_pattern(device_share.MIN_SHARED_BYTES, "cuda")
+        try:
+            shared = device_share.share(probe)
+        except device_share.ShareError:
+            return None
+        self.shared_kept.append(probe)
+        return {**shared, "nbytes": probe.numel()}
+
+    def accept_probe(self, probe: Any) -> str:
+        """The parent's side: maps the worker's probe and compares it with the pattern; on success, large
+        device tensors cross on the device from the next request on. Returns why not ("" when offered)."""
+        on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
+        if not on_gpu or not isinstance(probe, dict) or not device_share.available():
+            return "no device-shared probe"
+        nbytes = probe.get("nbytes")
+        if type(nbytes) is not int or nbytes != device_share.MIN_SHARED_BYTES:
+            return "a probe of another size"
+        mapped = device_share.Mapped(self.map_location)
+        try:
+            got = mapped.copy(probe.get("handle"), probe.get("offset"), nbytes)
+            same = bool(torch.equal(got, probe_pattern(nbytes, self.map_location)))
+        except (ValueError, RuntimeError) as exc:  # ShareError is a RuntimeError
+            return f"the worker's allocation could not be mapped: {exc}"[:300]
+        finally:
+            with contextlib.suppress(RuntimeError):
+                mapped.close()
+        if not same:
+            return "the mapped probe differs from the pattern"
+        self.offer_share = True
+        return ""
+
+
+def probe_pattern(nbytes: int, device: str) -> torch.Tensor:
+    """The start-up probe's bytes: a pattern neither zeros nor a fill, so a wrong mapping shows."""
+    return (torch.arange(nbytes, device=device, dtype=torch.int32) % 251).to(torch.uint8)

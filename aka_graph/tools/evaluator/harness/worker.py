@@ -535,7 +535,9 @@ def worker_main(
         return 1
     started = process_start()
     TIMELINE.update({"ready": time.perf_counter(), **({"process_start": started} if started else {})})
-    chan.send({"ready": True, "device": dev.type, "timeline": TIMELINE})
+    # the parent maps this to learn whether large outputs may cross on the device (protocol.py)
+    probe = chan.offer_probe() if dev.type == "cuda" else None
+    chan.send({"ready": True, "device": dev.type, "timeline": TIMELINE, "share_probe": probe})
     handlers = {
         "load": worker.load,
         "run": worker.run,

@@ -175,6 +175,7 @@ class WorkerProcess:
         self.fds = (w2p_r, p2w_w)
         self.ready = False
         self.ready_reply: dict[str, Any] | None = None
+        self.share_note = "not started"  # why large device outputs do not cross on the device ("": they do)
         self.closed = False
 
     def adopt(self, kernel_dir: Path) -> None:
@@ -208,6 +209,8 @@ class WorkerProcess:
         if "error" in reply:
             raise WorkerDied(reply["error"]["message"])
         self.ready, self.ready_reply = True, reply
+        # large device outputs cross on the device from now on, where the worker's probe mapped
+        self.share_note = self.chan.accept_probe(reply.get("share_probe"))
         # no candidate code has run yet: its processes now (in the jail, `unshare` and the worker under
         # it) are ours, and stay known if it dies before its candidate arrives (a spare killed while idle
         # leaves its jailed worker re-parented to us: never a stray of the next candidate's)
