@@ -38,7 +38,7 @@ from bench_evaluator_gpu import REPO, evaluate
 CORPUS = REPO / ".corpus"
 
 
-def short_message(message: str, head: int = 600, tail: int = 1400) -> str:
+def short_message(message: str, head: int = 600, tail: int = 5000) -> str:
     """A result's message as a row keeps it: its start, and where it is longer the end too (a harness
     failure's traceback ends with the line that failed, which is what the next session needs)."""
     if len(message) <= head + tail:

@@ -221,7 +221,7 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
         _emit(
-            _failure("INFRA_ERROR", f"harness failure: {type(exc).__name__}: {exc}\n{tb[-2000:]}"), args.out
+            _failure("INFRA_ERROR", f"harness failure: {type(exc).__name__}: {exc}\n{tb[-6000:]}"), args.out
         )
         return 1
     if args.mode == "evaluate":

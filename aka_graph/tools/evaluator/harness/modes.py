@@ -231,6 +231,15 @@ def _time_round(
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
     if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
         reval = pool_seed = None
+    if reval is not None and session.device.type == "cuda" and ks.alive:
+        # the worker's large benches parked first: the parent's reference needs the memory (worker.park)
+        parked = ks.request({"cmd": "park"}, session.call_timeout + 30)
+        if parked is None:
+            verdict.fail(*ks.error)
+            return None
+        if "error" in parked:
+            verdict.fail(parked["error"]["status"], "before timing: " + parked["error"]["message"])
+            return None
     expected = revalidation_expected(session, idx, reval) if reval is not None else None
     helpers_before = ks.worker.helper_cpu_ns() if ks.worker is not None else 0
     msg = {

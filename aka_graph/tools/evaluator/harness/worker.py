@@ -33,6 +33,7 @@ from .memory import (
     output_bytes,
     plan_memory,
     release,
+    release_cached,
     spare_bytes,
 )
 from .modules import load_input_module, load_reference
@@ -296,6 +297,18 @@ class Worker:
         except BaseException as exc:
             return {"error": _failure(exc)}
 
+    def park(self, msg: dict[str, Any]) -> dict[str, Any]:
+        """Large benches parked and cached memory handed back, before the parent computes a reference of
+        its own: an idle worker kept the last workload's bench (an MoE backward's: 105 GiB on the H200,
+        round 19) and the parent's reference then ran out of memory beside it."""
+        try:
+            held = sum(b.resident_bytes for b in self.benches.values())
+            park_large(self.device)
+            release(self.device)
+            return {"parked": held - sum(b.resident_bytes for b in self.benches.values())}
+        except BaseException as exc:
+            return {"error": _failure(exc)}
+
     def _bench(self, idx: int, msg: dict[str, Any]) -> None:
         """Workload `idx`'s bench, made on its first timing round (from the parent's bench seed)."""
         if idx in self.benches:
@@ -548,6 +561,7 @@ def worker_main(
         "steps": worker.steps,
         "time_end": worker.time_end,
         "ping": lambda msg: {},
+        "park": worker.park,
     }
     served = 0
     while True:
@@ -562,3 +576,4 @@ def worker_main(
         if "wl" in msg:  # the parent numbers workloads as in the whole operator, the view only its own
             msg["wl"] = worker.local.get(int(msg["wl"]))  # None (an error reply) for any other
         chan.send(handlers[msg["cmd"]](msg))
+        release_cached(dev)  # what the request freed goes back to the driver while the parent works
