@@ -100,7 +100,7 @@ def main() -> int:
             }
         )
     for r in rows:
-        if r["took_s"] >= 0.05:
+        if r["took_s"] >= 0.05 or r["name"] in ("timing.park", "timing.revalidation_reference"):
             print(f"  {r['start_s']:7.2f} +{r['took_s']:6.2f} s {r['name']:<34} {r['max_gib']}")
     if args.out:
         args.out.write_text(

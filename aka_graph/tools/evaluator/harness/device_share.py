@@ -116,7 +116,9 @@ class Mapped:
             address = ctypes.c_uint64(0)
             raw = _Handle()
             raw.reserved = handle
-            torch.cuda.current_device()  # the primary context current on this thread
+            # the primary context current on this thread: the runtime binds it on a synchronization, and
+            # a parent that has not yet run anything on the device has none (CUresult 201 on the H200)
+            torch.cuda.synchronize(self.device)
             _check(lib.open_handle(ctypes.byref(address), raw, LAZY_PEER_ACCESS), "cuIpcOpenMemHandle")
             self.bases[handle] = _range(lib, address.value)
         base, size = self.bases[handle]

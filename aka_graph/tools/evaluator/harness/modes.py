@@ -233,7 +233,8 @@ def _time_round(
         reval = pool_seed = None
     if reval is not None and session.device.type == "cuda" and ks.alive:
         # the worker's large benches parked first: the parent's reference needs the memory (worker.park)
-        parked = ks.request({"cmd": "park"}, session.call_timeout + 30)
+        with span("timing.park"):
+            parked = ks.request({"cmd": "park"}, session.call_timeout + 30)
         if parked is None:
             verdict.fail(*ks.error)
             return None

@@ -576,4 +576,5 @@ def worker_main(
         if "wl" in msg:  # the parent numbers workloads as in the whole operator, the view only its own
             msg["wl"] = worker.local.get(int(msg["wl"]))  # None (an error reply) for any other
         chan.send(handlers[msg["cmd"]](msg))
-        release_cached(dev)  # what the request freed goes back to the driver while the parent works
+        if msg["cmd"] == "run":  # the parent computes the next seed's reference now: the freed memory back
+            release_cached(dev)  # (never after a timing step: the parent's burst would time re-allocations)
