@@ -79,7 +79,17 @@ def share(t: torch.Tensor) -> dict[str, Any]:
     base, _ = _range(lib, address)
     handle = _Handle()
     _check(lib.cuIpcGetMemHandle(ctypes.byref(handle), base), "cuIpcGetMemHandle")
-    return {"handle": bytes(handle.reserved).ljust(HANDLE_BYTES, b"\0"), "offset": address - base}
+    return {"handle": handle_bytes(handle), "offset": address - base}
+
+
+def handle_bytes(handle: _Handle) -> bytes:
+    """The handle's 64 bytes as they are: its char array read as a field stops at the first NUL (the
+    H200's driver answered CUresult 1 to the handles that cut)."""
+    return bytes(memoryview(handle).cast("B"))
+
+
+def handle_of(raw: bytes) -> _Handle:
+    return _Handle.from_buffer_copy(raw)
 
 
 class _DeviceBytes:
@@ -114,8 +124,7 @@ class Mapped:
             raise ShareError("no CUDA driver in this process")
         if handle not in self.bases:
             address = ctypes.c_uint64(0)
-            raw = _Handle()
-            raw.reserved = handle
+            raw = handle_of(handle)
             # the primary context current on this thread: the runtime binds it on a synchronization, and
             # a parent that has not yet run anything on the device has none (CUresult 201 on the H200)
             torch.cuda.synchronize(self.device)

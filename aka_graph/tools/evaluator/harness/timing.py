@@ -266,6 +266,30 @@ def graph_kernel_nodes(graph: Any) -> int | None:
     return kernels
 
 
+def release_failed_capture(graph: Any, pool: Any) -> None:
+    """Hand back the private memory pool of a capture that failed. torch's CUDAGraph releases its pool
+    only when the capture ended (CUDAGraph::reset), and a capture the CUDA driver invalidated (a sync, a
+    host read, data-dependent routing) never ends: every allocation the captured calls made stays in the
+    pool for the life of the process. An uncapturable MoE layer leaked its temporaries on each workload,
+    and its worker grew from 73 to 111 GiB until the parent's reference had no room (round 19, H200).
+    Where the capture did end (graph.pool() answers), the graph releases its own pool: nothing is done
+    here, as a second release would fail inside the graph's destructor."""
+    try:
+        graph.pool()
+        return  # ended: the graph's own reset releases it
+    except Exception:
+        pass
+    device = torch.cuda.current_device()
+    for name in ("_cuda_endAllocateToPool", "_cuda_releasePool"):
+        step = getattr(torch._C, name, None)
+        if step is not None:
+            with contextlib.suppress(Exception):
+                step(device, pool)
+    with contextlib.suppress(Exception):
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
 @contextlib.contextmanager
 def _no_collection() -> Iterator[None]:
     """Python's cyclic garbage collector off during a capture: a collection then may destroy an earlier
@@ -308,11 +332,17 @@ class GraphTimer:
             kept = True
         except TypeError:
             graph, kept = torch.cuda.CUDAGraph(), False
-        with warnings.catch_warnings(record=True) as said, _no_collection():
-            warnings.simplefilter("always")
-            with torch.cuda.graph(graph):
-                for i in range(self.calls):
-                    self.outputs[i % self.n_copies] = self.call(i % self.n_copies)
+        pool = torch.cuda.graph_pool_handle()  # named here: a failed capture's pool is released by us
+        try:
+            with warnings.catch_warnings(record=True) as said, _no_collection():
+                warnings.simplefilter("always")
+                with torch.cuda.graph(graph, pool=pool):
+                    for i in range(self.calls):
+                        self.outputs[i % self.n_copies] = self.call(i % self.n_copies)
+        except BaseException:
+            self.outputs.clear()
+            release_failed_capture(graph, pool)
+            raise
         self.pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
         for w in said:  # torch's own word that the capture launched nothing (then it keeps no graph)
             if "graph is empty" in str(w.message).lower():

@@ -59,3 +59,11 @@ def test_a_worker_on_the_host_offers_no_probe_and_shares_nothing() -> None:
     assert worker.offer_probe() is None
     with pytest.raises(device_share.ShareError):
         device_share.share(torch.zeros(4))
+
+
+def test_a_handle_keeps_all_its_bytes_nuls_included() -> None:
+    """The H200's driver refused (CUresult 1) handles read through the struct's char array, which stops at
+    the first NUL: a handle is 64 opaque bytes, and crosses whole."""
+    raw = bytes([0, 7, 0, 0, 255, 1, 0, 3] * 8)
+    assert device_share.handle_bytes(device_share.handle_of(raw)) == raw
+    assert len(device_share.handle_bytes(device_share._Handle())) == device_share.HANDLE_BYTES
