@@ -9,14 +9,16 @@ So each copy is made only where `plan_memory` says so, from what is free now (`s
 free memory, or the host's available RAM, less a reserve). The peak of one process is then, per phase:
 
 - correctness: W (the mixed seed's draw goes into the interior as it is drawn: inputs.py) + every seed's
-  outputs (they are sent back together); earlier seeds' inputs and an input clone only while they are
-  small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
+  outputs (they are sent back together), or, for a large workload, one seed per request with the parent's
+  reference computed first (one_seed_at_a_time); earlier seeds' inputs and an input clone only while they
+  are small (SMALL_BYTES), else one seed at a time and a fingerprint (fingerprint.py);
 - timing: W x copies (copies = 1 once the inputs are >= 3x the L2, never beyond what is free)
   + a pristine copy (eager timing only, if it fits) + one fresh timed input set at a time (or the
   re-validation's fresh inputs); an eager burst's sets and outputs only within BURST_BYTES.
 
 Both processes evaluate the same workload at once, so a large workload's evaluation peaks near 3x its
-inputs (the worker's timed inputs and its re-validation set, the parent's re-validation set).
+inputs (the worker's timed inputs and its re-validation set, the parent's re-validation set); before the
+parent computes a re-validation reference the worker parks its large benches (worker.park).
 
 Large benches of other workloads are dropped (and regenerated from their seed when used again).
 """
