@@ -8,6 +8,7 @@ which a workload counts as large moved below the fixture's, and record what the 
 
 from __future__ import annotations
 
+import subprocess
 from pathlib import Path
 from typing import Any
 
@@ -40,11 +41,19 @@ def correctness(kernel: str, monkeypatch: pytest.MonkeyPatch, large: bool) -> tu
     monkeypatch.setattr(modes, "_send_run", recorded_send)
     monkeypatch.setattr(Session, "reference_outputs", recorded_reference)
     session = Session(Settings(op_dir=RMSNORM, device="cpu", shape_ids=[SMALL_WORKLOAD]))
+    neighbour = subprocess.Popen(["sleep", "120"])  # another child of this process: left alone
     states = modes._start(session, {"A": CANDIDATES / kernel})
     try:
         modes._correctness(session, states)
     finally:
-        modes.stop_workers(states)
+        # each worker alone: stop_workers also kills every other child of this process as a stray (here,
+        # the test session's own fake model server: a red CI run)
+        for ks in states:
+            if ks.worker is not None:
+                ks.worker.close()
+    assert neighbour.poll() is None, "the test killed a process that is not its worker's"
+    neighbour.kill()
+    neighbour.wait()
     (idx,) = session.indices
     return session, states[0].verdicts[idx], steps
 
