@@ -207,6 +207,11 @@ class Channel:
         self._mapped: device_share.Mapped | None = None
         enlarge(wfd)
 
+    @property
+    def on_gpu(self) -> bool:
+        """Whether received tensors land on the device (the parent on a GPU)."""
+        return self.map_location is not None and self.map_location.startswith("cuda")
+
     def stage(self, nbytes: int) -> torch.Tensor:
         """Pinned host bytes for device<->host copies (synchronous ones: reusable right after)."""
         if self._stage is None or self._stage.numel() < nbytes:
@@ -313,7 +318,7 @@ class Channel:
         for d in shape:
             numel *= d
         nbytes = numel * torch.empty(0, dtype=dtype).element_size()
-        on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
+        on_gpu = self.on_gpu
         expand = _expansion(meta, shape)
         if "shared" in meta:  # on the device: mapped, copied into the parent's own memory
             return self._from_device(meta["shared"], nbytes, on_gpu).view(dtype).reshape(shape).expand(expand)
@@ -385,8 +390,7 @@ class Channel:
         header = torch.load(io.BytesIO(payload), weights_only=True)
         if isinstance(header, dict) and "cmd" in header:
             self.share_device = header.get("share") is True
-        on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
-        self._mapped = device_share.Mapped(self.map_location) if on_gpu and self.offer_share else None
+        self._mapped = device_share.Mapped(self.map_location) if self.on_gpu and self.offer_share else None
         try:
             return self._rebuild(header, deadline, [0])
         finally:
@@ -410,8 +414,7 @@ class Channel:
     def accept_probe(self, probe: Any) -> str:
         """The parent's side: maps the worker's probe and compares it with the pattern; on success, large
         device tensors cross on the device from the next request on. Returns why not ("" when offered)."""
-        on_gpu = self.map_location is not None and self.map_location.startswith("cuda")
-        if not on_gpu or not isinstance(probe, dict) or not device_share.available():
+        if not self.on_gpu or not isinstance(probe, dict) or not device_share.available():
             return "no device-shared probe"
         nbytes = probe.get("nbytes")
         if type(nbytes) is not int or nbytes != device_share.MIN_SHARED_BYTES:
