@@ -102,6 +102,9 @@ def evaluate(op_dir: Path, kernel_dir: Path, device: str, seeds: int = 3,
             stats = pstats.Stats(str(job / "parent.prof"), stream=text).sort_stats("cumulative")
             stats.print_stats("harness/", 40)
             result["_profile"] = text.getvalue()[-6000:]
+            text = io.StringIO()
+            pstats.Stats(str(job / "parent.prof"), stream=text).sort_stats("tottime").print_stats(25)
+            result["_profile_tottime"] = text.getvalue()[-5000:]
         result["_wall_s"], result["_rc"], result["_stderr_tail"] = wall, rc, stderr[-1500:]
         return result
 

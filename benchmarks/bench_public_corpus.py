@@ -101,13 +101,13 @@ def one(
         "workload_status": dict(collections.Counter(str(w.get("status")) for w in workloads)),
         "speedup": res.get("speedup"),
         "phases_s": res.get("phases_s"),  # where a slow problem's time went
-        "spans_s": heavy_spans(res),  # and within the phases, the steps over half a second
+        "spans_s": heavy_spans(res),  # and within the phases, the steps over a tenth of a second
         "device": device,
         "gpu": gpu,
     }
 
 
-def heavy_spans(res: dict[str, Any], floor_s: float = 0.5) -> dict[str, float]:
+def heavy_spans(res: dict[str, Any], floor_s: float = 0.1) -> dict[str, float]:
     """The parent's spans and the worker's advisory ones that took at least `floor_s` in all (seconds)."""
     found: dict[str, float] = {}
     for key in ("spans_s", "worker_spans_s"):

@@ -23,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .guards import between_steps_violations, modes_violation, planted_violation
+from .guards import between_steps_violations, dispatch_due, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
 from .layout import clone_like, clone_values, value_bytes, writable
 from .memory import SMALL_BYTES, collect_here, output_bytes, plan_memory, release, spare_bytes
@@ -235,6 +235,7 @@ class Bench:
         self.parked: list[Any] | None = None
         self.burst_sets: list[list[Any]] = []  # the next bursts' fresh inputs (stage_burst)
         self.burst_kept: dict[int, list[Any]] = {}  # the last burst's outputs, call by call
+        self._sampled_steps = 0  # per-sample steps of this timing loop so far (_look_for_modes)
         self.used = next(_CLOCK)
         _LIVE[:] = [r for r in _LIVE if r() is not None]
         _LIVE.append(weakref.ref(self))
@@ -381,16 +382,19 @@ class Bench:
         for t, p in zip(outs, self.poisons[i % 2], strict=True):
             t.copy_(p)
 
-    def _look_for_modes(self, everything: bool = True) -> None:
+    def _look_for_modes(self, everything: bool = True, sampled: bool = False) -> None:
         """Between timed calls (untimed), before the harness touches the buffers: a torch mode the candidate
         left active during a call and exits before the round's last check, a gc callback, a kernel
         registered for the aten ops the harness is about to run (guards.Sentinel.between_steps) would
         each see the harness's reads and writes here (its deferred work done outside the clock).
         First the youngest garbage is collected (the worker's collector is off, worker.py): the cycles a
         call left are freed call by call, and their finalizers run here, before this step writes the
-        next inputs, never between that write and the call."""
+        next inputs, never between that write and the call.
+        `sampled`: a timing loop's step, whose dispatch-table comparison is drawn (guards.dispatch_due)."""
         collect_here()
-        for found in between_steps_violations() if everything else modes_violation():
+        dispatch = dispatch_due(first=not self._sampled_steps) if sampled else True
+        self._sampled_steps += sampled
+        for found in between_steps_violations(dispatch) if everything else modes_violation():
             if found not in self.violations:
                 self.violations.append(found)
 
@@ -412,7 +416,7 @@ class Bench:
         return [_kept_copy(o) for o in outs]
 
     def keep(self, i: int) -> None:
-        self._look_for_modes()
+        self._look_for_modes(sampled=True)
         self.kept[i] = self._snapshot(i % len(self.copies))
 
     def _write_set(self, k: int, values: list[Any], i: int) -> None:
@@ -431,7 +435,8 @@ class Bench:
         Only an input's compact base is written (an expanded input's elements share memory).
         `fresh_sets=False`: from the pristine copy (or by sign flips) even where fresh sets are drawn.
         `salt` (the parent's burst seed) moves every roll and scale, so a burst's values are new ones."""
-        self._look_for_modes(everything=fresh_sets)  # (a burst's perturbation: the torch modes alone, ~us)
+        # (a burst's perturbation: the torch modes alone, ~us)
+        self._look_for_modes(everything=fresh_sets, sampled=True)
         k = i % len(self.copies)
         self._unplant(k)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
@@ -499,6 +504,7 @@ class Bench:
 
     def measure(self) -> Timing:
         self._ensure()
+        self._sampled_steps = 0  # this loop's first step compares the dispatch tables (guards.dispatch_due)
         n = len(self.copies)
         pool = getattr(self, "pool", None)
         after = self.keep if pool else None

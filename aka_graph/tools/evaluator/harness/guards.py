@@ -417,15 +417,17 @@ class Sentinel:
             if not callable(value) and getattr(sys.modules.get(mod_name), key, _MISSING) is not value
         ]
 
-    def between_steps(self) -> list[str]:
+    def between_steps(self, dispatch: bool = True) -> list[str]:
         """The checks cheap enough for every untimed step of the harness (bench.py runs them before it
         reads or writes the kernel's buffers): the interpreter's hooks, torch's dispatch of the ops the
         harness calls, audit hooks, torch modes, the fatal signals' handlers (faults.py). Each is a way to
-        run the kernel's code in the harness's own untimed work (red team round 9)."""
+        run the kernel's code in the harness's own untimed work (red team round 9).
+        `dispatch=False` leaves out the dispatch tables, nine tenths of the cost (~5 ms: a dump of 210
+        tables); bench.Bench draws which of its per-sample steps compare them (dispatch_due)."""
         with span("w.between_steps"):
-            return self._between_steps()
+            return self._between_steps(dispatch)
 
-    def _between_steps(self) -> list[str]:
+    def _between_steps(self, dispatch: bool = True) -> list[str]:
         hooks = interpreter_hooks()
         found = [
             f"{what} was changed: the interpreter runs code of the kernel's between the harness's steps"
@@ -441,7 +443,7 @@ class Sentinel:
                 f"torch's {', '.join(patched[:6])} was added, replaced or removed: the harness's own steps "
                 "would run the kernel's code"
             )
-        changed = self.dispatch.changed()
+        changed = self.dispatch.changed() if dispatch else []
         if changed:
             found.append(
                 f"torch's dispatch of {', '.join(changed[:6])} was changed (a kernel registered for torch's "
@@ -693,9 +695,26 @@ def _veto(event: str, args: tuple[Any, ...]) -> None:
         raise RuntimeError("the evaluation's worker takes no audit hook of the kernel's")  # not added
 
 
-def between_steps_violations() -> list[str]:
+def between_steps_violations(dispatch: bool = True) -> list[str]:
     """`Sentinel.between_steps` of this worker's sentinel (the torch modes alone before there is one)."""
-    return _CURRENT[0].between_steps() if _CURRENT else modes_violation()
+    return _CURRENT[0].between_steps(dispatch) if _CURRENT else modes_violation()
+
+
+DISPATCH_DRAW_IN_256 = 64  # a timed sample's untimed steps compare the dispatch tables 1 time in 4
+
+
+def dispatch_due(first: bool) -> bool:
+    """Whether this per-sample step of a timing loop compares the dispatch tables: always at a loop's first
+    step, else 1 time in 4, drawn from the OS (nothing the kernel seeds or reads in the process's RNGs).
+
+    Why not every step: an event-timed workload makes two such steps per sample (30 samples, the burst's
+    sets), and the dump of 210 tables each time made ~40 % of some real problems' evaluation (round 18:
+    024_vision_rotary 12.2 of 20 s). What the sampling gives up is small: a kernel registered for an
+    aten op before timing is found at the first step; one registered and removed between samples must
+    be in place for most of the samples to move their median, and is then found with the odds of
+    missing it (3/4)^k after k such steps (~1 % at 15); every request still ends with the full check
+    (Sentinel.violations), and the parent's own burst times the perturbations from outside."""
+    return first or os.urandom(1)[0] < DISPATCH_DRAW_IN_256
 
 
 def veto_audit_hooks(kernel_dir: str | os.PathLike[str] | None) -> None:
