@@ -258,3 +258,15 @@ def test_a_long_call_is_estimated_from_two_calls_and_a_slow_first_call_alone_is_
 
     est = estimate_us(compiles_first, 1)
     assert len(calls) == 5 and est < 5_000.0  # the first call, a second, then the 3 timed ones
+
+
+def test_event_sampling_of_a_steady_long_call_stops_at_ten_and_an_unsteady_one_takes_every_sample() -> None:
+    """timing.EVENT_STABLE_*: a 2 ms spin varies by microseconds, so its tenth sample ends the sampling;
+    a call alternating 1 and 1.5 ms keeps all 30 (its spread is ~40 %)."""
+    steady = time_events(lambda _: _busy_ms(2.0), 1, L2_BYTES, samples=30)
+    flips = iter(range(1000))
+    unsteady = time_events(lambda _: _busy_ms(1.0 if next(flips) % 2 else 1.5), 1, L2_BYTES, samples=30)
+    print(f"steady: {len(steady.samples_us)} samples, spread {steady.spread_pct:.3f} %; unsteady: "
+          f"{len(unsteady.samples_us)} samples, spread {unsteady.spread_pct:.1f} %")  # fmt: skip
+    assert len(steady.samples_us) == 10 and steady.spread_pct <= 1.0
+    assert len(unsteady.samples_us) == 30

@@ -412,6 +412,12 @@ LONG_CALL_US = 50_000.0
 WARMUP_BUDGET_US = 200_000.0  # warm-up calls before a capture: as many as fit, 1 to WARMUP_CALLS
 EVENT_BUDGET_US = 2_000_000.0  # CUDA-event samples: as many as fit, EVENT_MIN_SAMPLES to EVENT_SAMPLES
 EVENT_MIN_SAMPLES = 3
+# The event samples end early once this many agree this closely (robust spread, `summarize`): a long call's
+# samples vary by microseconds, and its 30 fresh input sets, perturbations and kept outputs made most of an
+# uncapturable workload's timing (round 18: 024 MoE, ~3 s a workload for the candidate, ~3 s for the
+# reference). The median of 10 samples within a 1 % spread has a standard error of ~0.3 %.
+EVENT_STABLE_SAMPLES = 10
+EVENT_STABLE_PCT = 1.0
 
 
 def warmup_calls(est_us: float) -> int:
@@ -463,7 +469,8 @@ def time_events(
     after: Callable[[int], None] | None = None,
 ) -> Timing:
     """Per-call CUDA events with an L2 flush before each call: the fallback for uncapturable kernels.
-    `after(i)` runs after call i's end event (in stream order, so it is not timed).
+    `after(i)` runs after call i's end event (in stream order, so it is not timed). At most `samples`
+    calls; fewer once EVENT_STABLE_SAMPLES of them agree within EVENT_STABLE_PCT (`stable`).
 
     The device is idle when each start event is recorded (a synchronize after the flush), so a sample is
     never shorter than the host's own time in the call: the flush's GPU time used to overlap the host's
@@ -473,8 +480,10 @@ def time_events(
     outlived the host's next look, and where it did not, its report was 5-12x slower than the honest
     graph-timed kernel (round 7, `benchmarks/probe_side_stream.py`)."""
     flush = flush_buffer(torch.device("cuda", torch.cuda.current_device()), l2_bytes)
-    pairs = []
+    pairs: list[tuple[torch.cuda.Event, torch.cuda.Event]] = []
     for i in range(samples):
+        if i >= EVENT_STABLE_SAMPLES and settled(pairs):
+            break
         if prepare is not None:
             prepare(i)
         flush.zero_()
@@ -490,3 +499,15 @@ def time_events(
     data = [s.elapsed_time(e) * 1000.0 for s, e in pairs]
     med, spread = summarize(data)
     return Timing(med, spread, data, "cuda_event")
+
+
+def settled(pairs: list[tuple[Any, Any]]) -> bool:
+    """Whether the event samples so far agree within EVENT_STABLE_PCT (time_events stops then). Their end
+    events are complete: the loop synchronized after the last call's `after` and the next flush."""
+    torch.cuda.synchronize()
+    return stable([s.elapsed_time(e) * 1000.0 for s, e in pairs])
+
+
+def stable(samples_us: list[float]) -> bool:
+    """At least EVENT_STABLE_SAMPLES samples whose robust spread is at most EVENT_STABLE_PCT."""
+    return len(samples_us) >= EVENT_STABLE_SAMPLES and summarize(samples_us)[1] <= EVENT_STABLE_PCT

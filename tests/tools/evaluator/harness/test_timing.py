@@ -344,3 +344,23 @@ def test_event_samples_fit_a_budget_but_are_at_least_three(est_us: float, wanted
     from aka_graph.tools.evaluator.harness.timing import event_samples
 
     assert event_samples(est_us, wanted) == samples
+
+
+@pytest.mark.parametrize(
+    ("samples_us", "stops"),
+    [
+        ([5000.0 + 0.5 * (i % 3) for i in range(10)], True),  # a 5 ms call's samples: microseconds apart
+        ([5000.0 + 0.5 * (i % 3) for i in range(9)], False),  # never before EVENT_STABLE_SAMPLES
+        ([10.0, 10.4, 9.6, 11.0, 10.1, 9.8, 10.6, 10.0, 9.5, 10.9], False),  # a short call's ~5 % jitter
+        ([100.0] * 7 + [150.0] * 3, False),  # a bimodal call: its upper quartile is off by half
+        ([100.0] * 8 + [150.0] * 2, True),  # two outliers of ten leave the interquartile range alone
+    ],
+)
+def test_event_sampling_stops_once_ten_samples_agree_within_one_percent(
+    samples_us: list[float], stops: bool
+) -> None:
+    """timing.time_events ends its samples early only when they are steady: a long uncapturable call's
+    30 fresh input sets and kept outputs were most of its workload's timing (round 18)."""
+    from aka_graph.tools.evaluator.harness.timing import stable
+
+    assert stable(samples_us) is stops
