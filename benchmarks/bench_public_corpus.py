@@ -155,6 +155,7 @@ def main() -> int:
     ap.add_argument("--gpus", type=int, default=0, help="N GPUs: N at a time, each evaluation on its own")
     ap.add_argument("--timeout", type=float, default=300.0, help="per evaluation, seconds")
     ap.add_argument("--only", nargs="*", default=[], help="problem names containing any of these")
+    ap.add_argument("--skip", nargs="*", default=[], help="leave out problem names containing any of these")
     ap.add_argument("--subset", help="L1, L2, Quant or FlashInfer-Bench")
     ap.add_argument("--limit", type=int, default=0, help="at most this many evaluations")
     ap.add_argument("--shuffle", type=int, help="evaluate in an order drawn with this seed (a sample)")
@@ -173,7 +174,7 @@ def main() -> int:
     done = set()
     if args.resume and args.out and args.out.is_file():
         done = {json.loads(x)["label"] for x in args.out.read_text().splitlines() if x.strip()}
-    todo = [t for t in todo if t[0] not in done]
+    todo = [t for t in todo if t[0] not in done and not any(s in t[0] for s in args.skip)]
     if args.plain:  # what a CPU host can run: PyTorch and Triton (interpreted) that name no CUDA
         todo = [t for t in todo if t[2] is None or "cuda" not in (t[2] / "solution.json").read_text().lower()]
     if args.shuffle is not None:

@@ -3,6 +3,7 @@
 # as candidates (gpu_round15.sh refs) with every process's device memory logged beside them, so that an
 # out-of-memory failure can be read against who held what (the rows' wall times and spans place it).
 #   bash benchmarks/gpu_round19.sh [ONLY...]     problem names containing any of these (default: all)
+#   bash benchmarks/gpu_round19.sh --skip A B     bench_public_corpus options, passed as they are
 # Output: $OUT/refs.jsonl (all results so far, resumed from .corpus/results/refs.jsonl), $OUT/memory.log
 # (epoch seconds, then pid:MiB of each compute process, every half second) and the table on stdout.
 set -uo pipefail
@@ -18,8 +19,10 @@ mkdir -p "$OUT"
 ) >"$OUT/memory.log" 2>&1 &
 POLLER=$!
 trap 'kill $POLLER 2>/dev/null' EXIT
-ONLY=()
-[ $# -gt 0 ] && ONLY=(--only "$@")
+ONLY=()  # names, or bench_public_corpus options as they are (`--skip 025_moe`)
+if [ $# -gt 0 ]; then
+    case $1 in --*) ONLY=("$@") ;; *) ONLY=(--only "$@") ;; esac
+fi
 OUT="$OUT" bash benchmarks/gpu_round15.sh refs 1 "${ONLY[@]}"
 python3 - "$OUT/memory.log" <<'PY'
 import sys
