@@ -96,6 +96,8 @@ def check_output(
         # ratio and the largest errors are the base's, which is all that is compared (round 18: 17 GB
         # stride-0 views of a few megabytes, whose float32 temporaries ran the H200 out of memory)
         got, ref = writable(got), writable(ref)
+    if not alternates and prior is None and same_bits(got, ref):
+        return Verdict(True, 0.0, 0.0)  # what every rule below concludes of an identical output, at a pass
     got, ref = _as_real(got), _as_real(ref)
     tally = Tally(name, ref, tol)
     if alternates or prior is not None or got.numel() <= CHUNK_ELEMENTS:
@@ -111,6 +113,34 @@ def check_output(
 
 
 CHUNK_ELEMENTS = 1 << 24  # compared at once: ~10 float32 temporaries of 64 MiB each
+
+_BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
+
+
+def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Whether two tensors of one shape and dtype hold the same bits everywhere (a NaN equal to a NaN of
+    the same payload; -0.0 not equal to 0.0, which then takes the full comparison).
+
+    A fast path, not a rule: an honest kernel's masks, indices and untouched in-place buffers are exact,
+    and judging them took ~10 float32 passes each (round 20 on the H200: a 1 GiB boolean attention mask
+    took 11 s of a 31 s evaluation). One pass of equality per piece here, never a temporary larger than a
+    piece's flags; a tensor that is not contiguous and larger than a piece goes the full way."""
+    if a.dtype.is_complex:
+        a, b = torch.view_as_real(a.resolve_conj()), torch.view_as_real(b.resolve_conj())
+    if a.dtype != torch.bool:
+        bits = _BITS.get(a.element_size())
+        if bits is None:
+            return False
+        a, b = a.view(bits), b.view(bits)
+    if a.numel() <= CHUNK_ELEMENTS:
+        return torch.equal(a, b)
+    if not (a.is_contiguous() and b.is_contiguous()):
+        return False
+    flat_a, flat_b = a.reshape(-1), b.reshape(-1)
+    return all(
+        torch.equal(flat_a[lo : lo + CHUNK_ELEMENTS], flat_b[lo : lo + CHUNK_ELEMENTS])
+        for lo in range(0, a.numel(), CHUNK_ELEMENTS)
+    )
 
 
 def _f32(t: torch.Tensor, device: torch.device) -> torch.Tensor:
