@@ -1,0 +1,69 @@
+"""A timing loop that runs the device out of memory is run once more with the worker's other benches
+parked and the cache handed back (worker.Worker._measure): on the H200 an attention backward's timing
+asked for 11 GiB beside 16 GiB of earlier graph pools and 18 GiB of unusable cache (round 20), the
+harness's own holdings, not the kernel's. A call that runs out of memory again fails as before."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness.bench import Bench
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.worker import Worker
+
+CPU = torch.device("cpu")
+
+
+def _bench(kernel, seed: int) -> Bench:
+    def draw() -> list[torch.Tensor]:
+        return [torch.randn(64, generator=torch.Generator().manual_seed(seed))]
+
+    return Bench(KernelRunner(kernel, True, [((64,), torch.float32)], CPU), draw(), CPU, 0, regenerate=draw)
+
+
+def _failing(times: int):
+    """A kernel whose 3rd to (2 + times)th calls raise the device's out-of-memory error."""
+    calls = [0]
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        calls[0] += 1
+        if 3 <= calls[0] < 3 + times:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 11.10 GiB")
+        torch.mul(x, 2.0, out=out)
+
+    return kernel, calls
+
+
+def test_an_out_of_memory_loop_is_measured_again_with_the_other_benches_parked() -> None:
+    kernel, calls = _failing(1)
+    other, bench = _bench(lambda x, out: torch.mul(x, 3.0, out=out), 1), _bench(kernel, 2)
+    worker = SimpleNamespace(benches={0: other, 1: bench}, device=CPU)
+    timing = Worker._measure(worker, bench)  # type: ignore[arg-type]
+    assert timing.latency_us > 0 and timing.samples_us
+    assert other.parked is not None and bench.parked is None
+    assert calls[0] > 3  # the second loop ran the kernel
+
+
+def test_a_loop_that_runs_out_of_memory_twice_fails_with_the_error() -> None:
+    kernel, _ = _failing(1000)
+    bench = _bench(kernel, 2)
+    with pytest.raises(torch.OutOfMemoryError):
+        Worker._measure(SimpleNamespace(benches={1: bench}, device=CPU), bench)  # type: ignore[arg-type]
+
+
+def test_any_other_error_is_not_retried() -> None:
+    calls = [0]
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        calls[0] += 1
+        if calls[0] >= 2:
+            raise RuntimeError("an illegal memory access was encountered")
+        torch.mul(x, 2.0, out=out)
+
+    bench = _bench(kernel, 2)
+    with pytest.raises(RuntimeError, match="illegal memory access"):
+        Worker._measure(SimpleNamespace(benches={1: bench}, device=CPU), bench)  # type: ignore[arg-type]
+    assert calls[0] == 2
