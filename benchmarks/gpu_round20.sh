@@ -10,8 +10,10 @@ cd "$(dirname "$0")/.."
 OUT=${OUT:-/tmp/round20_out}
 mkdir -p "$OUT"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+# the shared fixtures the GPU tests read (../shared beside the checkout), from the kit (carry .gpu/shared)
+[ -d ../shared/fixtures ] || { mkdir -p ../shared && cp -r .gpu/shared/fixtures ../shared/; }
 timeout -k 5 "${TESTS_LIMIT:-150}" python3 -m pytest -p no:cacheprovider -o addopts= -q -rA -s \
-    tests/gpu/test_device_share_gpu.py tests/gpu/test_eval_speed_gpu.py \
+    ${TESTS:-tests/gpu/test_device_share_gpu.py tests/gpu/test_eval_speed_gpu.py tests/gpu/test_park_gpu.py} \
     "tests/gpu/test_timing_gpu.py::test_event_sampling_of_a_steady_long_call_stops_at_ten_and_an_unsteady_one_takes_every_sample" \
     >"$OUT/pytest.txt" 2>&1
 echo "== tests rc=$?"
