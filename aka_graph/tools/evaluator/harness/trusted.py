@@ -27,9 +27,9 @@ class ReferenceFailed(RuntimeError):
 class _ReferenceRunner(KernelRunner):
     """The reference's runner: what it raises is said as the reference's, with the workload."""
 
-    def __init__(self, workload: str, *args: Any) -> None:
+    def __init__(self, workload: str, dtypes: list[str], *args: Any) -> None:
         super().__init__(*args)
-        self.workload = workload
+        self.workload, self.dtypes = workload, dtypes
 
     def invoke(self, *args: Any, **kwargs: Any) -> list[Any]:
         try:
@@ -39,9 +39,20 @@ class _ReferenceRunner(KernelRunner):
         except Exception as exc:
             raise ReferenceFailed(
                 f"the operator's reference raised on {self.device.type} (workload {self.workload}): "
-                f"{type(exc).__name__}: {str(exc)[:500]}; it cannot be evaluated on this device: fix its "
-                "reference, or evaluate where it runs"
+                f"{type(exc).__name__}: {str(exc)[:500]}; it cannot be evaluated on this device"
+                f"{fp4_hint(self.dtypes, self.device)}: fix its reference, or evaluate where it runs"
             ) from exc
+
+
+def fp4_hint(dtypes: list[str], device: torch.device) -> str:
+    """Why a reference with fp4 tensors fails on a GPU older than Blackwell: cuBLAS has no fp4 matmul
+    there (CUBLAS_STATUS_NOT_SUPPORTED on the H200 for every nvfp4 problem of the public benchmark)."""
+    if device.type != "cuda" or not any("float4" in d for d in dtypes):
+        return ""
+    major, minor = torch.cuda.get_device_capability(device)
+    if major >= 10:
+        return ""
+    return f" (fp4 matmuls need an sm_100 GPU or later, such as a B200; this one is sm_{major}{minor})"
 
 
 _OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
@@ -61,9 +72,11 @@ class Reference:
 
     def runner(self, idx: int) -> KernelRunner:
         workload = self.op.workloads[idx].id
+        dtypes = [s.dtype for s in (*self.op.inputs, *self.op.outputs)]
         if self.op.kind != "native":
             return _ReferenceRunner(
                 workload,
+                dtypes,
                 self.module.run,
                 False,
                 output_shapes(self.op, self.op.workloads[idx]),
@@ -73,7 +86,7 @@ class Reference:
         if idx not in self.models:
             torch.manual_seed(self.init_seed)
             self.models[idx] = self.module.Model(**self.op.workloads[idx].init_kwargs).to(self.device).eval()
-        return _ReferenceRunner(workload, self.models[idx], False, [], self.device)
+        return _ReferenceRunner(workload, dtypes, self.models[idx], False, [], self.device)
 
     def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
         try:
