@@ -9,8 +9,6 @@ The worker cannot be profiled (it refuses a tracer); its `w.*` spans say where i
 from __future__ import annotations
 
 import argparse
-import io
-import pstats
 import sys
 import tempfile
 import time
@@ -43,7 +41,8 @@ def main() -> int:
             t0 = time.perf_counter()
             res = evaluate(problem, kernel, args.device, 3, None, args.timeout, profile=True)
             wall = time.perf_counter() - t0
-        print(f"===== {name}: {res.get('status')} wall {wall:.1f} s, {len(res.get('workloads') or [])} workloads")
+        count = len(res.get("workloads") or [])
+        print(f"===== {name}: {res.get('status')} wall {wall:.1f} s, {count} workloads")
         print(f"phases {res.get('phases_s')}\nmessage {str(res.get('message'))[:300]}")
         print(spans(res))
         print(res.get("_profile", "(no profile)")[-5000:])
