@@ -125,13 +125,16 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
     and judging them took ~10 float32 passes each (round 20 on the H200: a 1 GiB boolean attention mask
     took 11 s of a 31 s evaluation). One pass of equality per piece here, never a temporary larger than a
     piece's flags; a tensor that is not contiguous and larger than a piece goes the full way."""
-    if a.dtype.is_complex:
-        a, b = torch.view_as_real(a.resolve_conj()), torch.view_as_real(b.resolve_conj())
-    if a.dtype != torch.bool:
-        bits = _BITS.get(a.element_size())
-        if bits is None:
-            return False
-        a, b = a.view(bits), b.view(bits)
+    try:
+        if a.dtype.is_complex:
+            a, b = torch.view_as_real(a.resolve_conj()), torch.view_as_real(b.resolve_conj())
+        if a.dtype != torch.bool:
+            bits = _BITS.get(a.element_size())
+            if bits is None:
+                return False
+            a, b = a.view(bits), b.view(bits)
+    except RuntimeError:  # a layout torch will not reinterpret (sparse, quantized): the full way
+        return False
     if a.numel() <= CHUNK_ELEMENTS:
         return torch.equal(a, b)
     if not (a.is_contiguous() and b.is_contiguous()):
