@@ -147,12 +147,29 @@ def one_seed_at_a_time(set_bytes: int, seeds: int) -> bool:
 TIMED_SETS = {"cpu": HOST_REPS, "cuda": EVENT_SAMPLES}  # fresh input sets wanted: one per timed call
 
 
-def fresh_sets(set_bytes: int, spare: int, device_type: str) -> int:
+def fresh_sets(set_bytes: int, spare: int, device_type: str, generation_s: float | None = None) -> int:
     """Fresh timed input sets for one eager timing round (0: none, the perturbation stays). `set_bytes`:
-    one set's inputs and the outputs kept from its call (the worker holds every timed call's). The worker
-    makes this many (worker._fresh_pool); the parent holds it to this where the sets are small enough
-    that spare memory cannot be what limited them (spotcheck.py)."""
-    return plan_memory(set_bytes, 0, spare, pool_wanted=TIMED_SETS[device_type]).pool_sets
+    one set's inputs and the outputs kept from its call (the worker holds every timed call's);
+    `generation_s`: what drawing one set takes (the parent's own measure, sent with the request). The
+    worker makes this many (worker._fresh_pool); the parent holds it to this where the sets are small
+    enough that spare memory cannot be what limited them (spotcheck.py)."""
+    wanted = min(TIMED_SETS[device_type], generator_sets(generation_s))
+    return plan_memory(set_bytes, 0, spare, pool_wanted=wanted).pool_sets
+
+
+GENERATION_BUDGET_S = 2.0  # drawing one round's fresh timed sets takes about this long at most ...
+MIN_GENERATED_SETS = HOST_REPS  # ... but never fewer sets than this (a host's timed calls, each its own)
+
+
+def generator_sets(generation_s: float | None) -> int:
+    """Fresh timed sets an operator's input generator can draw within GENERATION_BUDGET_S, at least
+    MIN_GENERATED_SETS (None or 0: no limit of this kind). Some public generators fill a tensor one
+    element at a time in a Python loop (034 vision-language cross attention: ~25 k GPU scalar writes per
+    set); 30 such sets per timing round put the problem past a 200 s limit on the H200 (round 20). Fewer
+    sets leave fewer timed samples (one per set, never a set used twice): a long call's median needs few."""
+    if not generation_s or generation_s <= 0:
+        return 1 << 30
+    return max(MIN_GENERATED_SETS, int(GENERATION_BUDGET_S / generation_s))
 
 
 BURST_BYTES = 512 * MIB  # a burst's staged input sets and kept outputs together, at most

@@ -250,6 +250,7 @@ def _time_round(
         "reval": reval,
         "reval_first": fresh_seed() % 2 == 1,  # re-validation before or after the timed calls
         "pool_seed": pool_seed,
+        "generation_s": ks.generation_sent.setdefault(idx, session.reference.generation_s.get(idx)),
         "l2_bytes": session.l2_bytes,
     }
     timeout_s = session.call_timeout * 20 + 60

@@ -134,6 +134,9 @@ class KernelState:
         self.worker: WorkerProcess | None = None
         self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
         self.worker_spans: dict[str, dict[str, float]] = {}  # its own account of its time (spans.py)
+        # the generator's time sent with each workload's last timing round: the fresh sets it allows are
+        # what the parent holds the worker to (spotcheck.pool_shortfall), whatever later draws measure
+        self.generation_sent: dict[int, float | None] = {}
         banned = scan_kernel_dir(self.kernel_dir) if session.settings.source_policy else []
         if banned:  # the checks inside the worker could be switched off: no call is made at all
             if worker is not None:  # it never got the load command: the kernel was never imported

@@ -45,7 +45,8 @@ def verify_timed_calls(
     if reply.get("method") == "cuda_graph" or session.contract.get("stochastic"):
         # (a stochastic reference: an unseeded timed call's random draws cannot match it)
         return None  # graph replays: re-validation replays the very graph on fresh inputs
-    short = pool_shortfall(session, idx, size) if pool_seed is not None else None
+    sent = ks.generation_sent.get(idx)  # what the round's request allowed (memory.generator_sets)
+    short = pool_shortfall(session, idx, size, sent) if pool_seed is not None else None
     if short:
         return "REWARD_HACK", short
     if size <= 0 or pool_seed is None:
@@ -175,7 +176,7 @@ def _first_wrong(
 HELD_BYTES = 8 << 20  # sets up to this size always get their fresh sets (a worker has 64 MiB spare)
 
 
-def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
+def pool_shortfall(session: Any, idx: int, size: int, generation_s: float | None = None) -> str | None:
     """The worker reports how many fresh sets its timed calls used, and 0 means "nothing to verify":
     where the sets are small enough that memory cannot have limited them, the parent holds it to the
     number `memory.fresh_sets` gives (code in the worker that edits its reply would otherwise switch
@@ -184,7 +185,7 @@ def pool_shortfall(session: Any, idx: int, size: int) -> str | None:
     nbytes = session.set_bytes.get(idx)  # recorded when the reference's inputs were drawn
     if nbytes is None or nbytes > HELD_BYTES:
         return None  # the worker's free memory may have limited them: its count stands
-    expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type)
+    expected = fresh_sets(nbytes, SMALL_BYTES, session.device.type, generation_s)
     if size == expected:
         return None
     if session.device.type == "cuda" and gpu_neighbours.sharing(session.device):

@@ -4,6 +4,7 @@ this process (which never imports the candidate), and the reference's own latenc
 from __future__ import annotations
 
 import os
+import time
 from typing import Any
 
 import torch
@@ -69,6 +70,7 @@ class Reference:
         self.factory = InputFactory(op, device, self.module, load_input_module(op))
         self.models: dict[int, Any] = {}
         self.benches: dict[int, Bench] = {}
+        self.generation_s: dict[int, float] = {}  # the fastest draw of each workload's inputs (inputs)
 
     def runner(self, idx: int) -> KernelRunner:
         workload = self.op.workloads[idx].id
@@ -89,8 +91,15 @@ class Reference:
         return _ReferenceRunner(workload, dtypes, self.models[idx], False, [], self.device)
 
     def inputs(self, idx: int, seed: int, scale: float, mix: int | None = None) -> list[Any]:
+        """Workload `idx`'s inputs for (seed, scale); how long drawing them takes is kept (the fastest
+        draw: the first may compile), so the worker is asked for no more fresh timed sets than the
+        operator's generator draws in a couple of seconds (memory.generator_sets)."""
         try:
-            return self.factory.make(self.op.workloads[idx], seed, scale, mix)
+            t0 = time.perf_counter()
+            drawn = self.factory.make(self.op.workloads[idx], seed, scale, mix)
+            took = time.perf_counter() - t0
+            self.generation_s[idx] = min(took, self.generation_s.get(idx, took))
+            return drawn
         except GeneratorFailed as exc:  # said as the operator's, as a raising reference is
             raise ReferenceFailed(
                 f"{exc}; it cannot be evaluated on this device: fix its generator, or evaluate where it runs"

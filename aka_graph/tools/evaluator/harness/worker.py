@@ -348,7 +348,7 @@ class Worker:
     def _fresh_inputs(self, idx: int, bench: Bench, msg: dict[str, Any]) -> int:
         """The round's fresh inputs for its timed calls (spotcheck.py); the graph copies refreshed."""
         if msg.get("pool_seed") is not None and bench.graph is None:
-            self._fresh_pool(idx, bench, int(msg["pool_seed"]))
+            self._fresh_pool(idx, bench, int(msg["pool_seed"]), msg.get("generation_s"))
         if msg.get("pool_seed") is not None and bench.graph is not None:
             return self._fresh_graph_copies(idx, bench, int(msg["pool_seed"]))
         return 0
@@ -407,11 +407,12 @@ class Worker:
         except BaseException as exc:
             return {"error": _failure(exc)}
 
-    def _fresh_pool(self, idx: int, bench: Bench, pool_seed: int) -> None:
-        """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget."""
+    def _fresh_pool(self, idx: int, bench: Bench, pool_seed: int, generation_s: float | None = None) -> None:
+        """One fresh input set per eagerly timed call (issue 13, class 1), within a memory budget and the
+        time the operator's generator takes (`generation_s`, the parent's measure)."""
         wl = self.op.workloads[idx]
         nbytes = bench.nbytes  # (also when the bench is parked: its copies are gone then)
-        sets = fresh_sets(nbytes, spare_bytes(self.device), self.device.type)  # memory.py
+        sets = fresh_sets(nbytes, spare_bytes(self.device), self.device.type, generation_s)  # memory.py
         if not sets:  # too large for fresh sets: the perturbation stays (bench.py), and nothing
             bench.use_pool([])  # of an earlier round's sets (the parent derives none now)
             return

@@ -36,6 +36,7 @@ class FakeKernelState:
         self.verdicts = {0: WorkloadVerdict(revalidated=True)}
         self.alive, self.error, self.worker = True, None, None
         self.worker_spans: dict[str, Any] = {}
+        self.generation_sent: dict[int, float | None] = {}
 
     def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         assert msg["cmd"] == "time" and msg["wl"] == 0
@@ -48,7 +49,13 @@ class FakeKernelState:
 
 
 SESSION = SimpleNamespace(
-    contract={}, bench_seed=1, l2_bytes=0, call_timeout=1.0, device=torch.device("cuda"), sol={}
+    contract={},
+    bench_seed=1,
+    l2_bytes=0,
+    call_timeout=1.0,
+    device=torch.device("cuda"),
+    sol={},
+    reference=SimpleNamespace(generation_s={}),
 )
 
 
@@ -166,8 +173,8 @@ def revalidating(monkeypatch: pytest.MonkeyPatch, parent_clock) -> tuple[SimpleN
     def judge_outputs(verdict: Any, got: list[Any], want: list[Any], *a: Any, **k: Any) -> bool:
         return torch.equal(got[0], want[0])
 
-    reference = SimpleNamespace(revalidation_inputs=revalidation_inputs, outputs=outputs)
-    session = SimpleNamespace(**vars(SESSION), reference=reference, judge_outputs=judge_outputs)
+    reference = SimpleNamespace(revalidation_inputs=revalidation_inputs, outputs=outputs, generation_s={})
+    session = SimpleNamespace(**{**vars(SESSION), "reference": reference}, judge_outputs=judge_outputs)
     monkeypatch.setattr(modes, "settle", lambda device: log.append("settled"))  # no CUDA on this host
     parent_clock.extend([5.9])
     return session, log
