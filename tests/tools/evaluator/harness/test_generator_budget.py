@@ -56,7 +56,7 @@ def test_the_parent_keeps_the_fastest_draw_of_each_workloads_inputs() -> None:
     first = reference.generation_s[0]
     reference.inputs(0, 2, 1.0)
     assert 0.05 <= reference.generation_s[0] <= first
-    assert generator_sets(reference.generation_s[0]) < 40  # no more than ~2 s of its draws per round
+    assert generator_sets(reference.generation_s[0]) <= 40  # no more than ~2 s of its draws per round
 
 
 def test_the_parent_holds_the_worker_to_the_count_its_request_allowed(
