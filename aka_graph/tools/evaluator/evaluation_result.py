@@ -46,6 +46,9 @@ class WorkloadResult(BaseModel):
     timing_method: TimingMethod | None = Field(default=None, description="this workload's method")
     kernels_per_call: float | None = Field(default=None, description="kernels captured per call")
     reference_timing_method: TimingMethod | None = None
+    seeds_checked: int | None = Field(
+        default=None, description="correctness seeds this workload was checked on (fewer: a slow generator)"
+    )
 
 
 class Summary(BaseModel):

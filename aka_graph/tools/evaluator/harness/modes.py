@@ -17,7 +17,7 @@ from .gpu_neighbours import shared_gpu_verdict
 from .graphcheck import verify_graph_copies
 from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
-from .memory import settle
+from .memory import CORRECTNESS_GENERATION_S, settle
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
 from .refcache import flush as flush_reference_cache
@@ -90,25 +90,40 @@ def _load(session: Session, ks: KernelState) -> dict[str, Any] | None:
 
 
 def _correctness(session: Session, states: list[KernelState]) -> None:
-    seeds = [list(s) for s in session.seeds]
     for idx in session.indices:
-        groups = session.seed_groups(idx)
-        for group in groups:
-            # a kernel already wrong on this workload is not called on its other seeds
-            active = [ks for ks in states if ks.alive and ks.verdicts[idx].status == "PASS"]
-            if not active:
-                break
-            refs = None
-            if len(groups) > 1:  # large (memory.one_seed_at_a_time): the reference first, then the workers
-                with span("correctness.reference"):
-                    refs = session.reference_outputs(idx, group)
-                settle(session.device)  # its temporaries handed back before a worker computes
-            placed = _send_run(session, active, idx, [seeds[n] for n in group])
-            try:
-                _judge_correctness(session, active, idx, group, placed, refs)
-            finally:
-                for p in (p for ps in placed.values() for p in ps):
-                    p.close()
+        every = list(range(len(session.seeds)))
+        if session.generation_unknown(idx) and len(every) > 1:
+            # the operator's own generator, not yet timed: its first seed alone, which times a draw
+            _check_seeds(session, states, idx, every[:1], session.seed_groups(idx, every[:1]))
+            every = every[1 : session.correctness_seeds(idx)]  # as many more as its draws allow
+        else:
+            every = every[: session.correctness_seeds(idx)]
+        _check_seeds(session, states, idx, every, session.seed_groups(idx, every))
+        for ks in states:
+            ks.seeds_checked[idx] = min(len(session.seeds), session.correctness_seeds(idx))
+
+
+def _check_seeds(
+    session: Session, states: list[KernelState], idx: int, which: list[int], groups: list[list[int]]
+) -> None:
+    """Workload `idx` on the seeds `which` (indices into session.seeds), group by group."""
+    seeds = [list(s) for s in session.seeds]
+    for group in groups:
+        # a kernel already wrong on this workload is not called on its other seeds
+        active = [ks for ks in states if ks.alive and ks.verdicts[idx].status == "PASS"]
+        if not active:
+            break
+        refs = None
+        if len(groups) > 1:  # large (memory.one_seed_at_a_time): the reference first, then the workers
+            with span("correctness.reference"):
+                refs = session.reference_outputs(idx, group)
+            settle(session.device)  # its temporaries handed back before a worker computes
+        placed = _send_run(session, active, idx, [seeds[n] for n in group])
+        try:
+            _judge_correctness(session, active, idx, group, placed, refs)
+        finally:
+            for p in (p for ps in placed.values() for p in ps):
+                p.close()
 
 
 def _send_run(
@@ -406,13 +421,14 @@ def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dic
         "sol_bound_us": sol.bound_us if sol else None,
         "utilization_pct": utilization(sol.bound_us, lat) if sol and lat else None,
         "reference_latency_us": ref.latency_us if ref else None,
-        "message": _with_near_ties(v),
+        "message": _with_notes(v, ks.seeds_checked.get(idx), len(session.seeds), session, idx),
         "sol_hard_bound_us": sol.hard_bound_us if sol else None,
         "bytes_moved": sol.bytes_moved if sol else None,
         "flops": sol.flops if sol else None,
         "timing_method": v.method,
         "kernels_per_call": v.kernels_per_call,
         "reference_timing_method": ref.method if ref else None,
+        "seeds_checked": ks.seeds_checked.get(idx),
     }
 
 
@@ -562,6 +578,20 @@ def run(
         if not settings.private_shapes:
             results[ks.label]["worker_spans_s"] = ks.worker_spans
     return results, rounds
+
+
+def _with_notes(v: WorkloadVerdict, checked: int | None, seeds: int, session: Session, idx: int) -> str:
+    """The verdict's message with what a user should know of a passing workload: its near-ties, and
+    where it was checked on fewer seeds than the others (its generator's draws are slow)."""
+    message = _with_near_ties(v)
+    if v.status != "PASS" or checked is None or checked >= seeds:
+        return message
+    took = session.reference.generation_s.get(idx, 0.0)
+    note = (
+        f"correctness checked on {checked} of {seeds} seeds: the operator's input generator takes "
+        f"{took:.1f} s a draw (as many seeds as it draws in {CORRECTNESS_GENERATION_S:.0f} s)"
+    )
+    return "; ".join(m for m in (message, note) if m)[:1000]
 
 
 def _with_near_ties(v: WorkloadVerdict) -> str:

@@ -21,7 +21,14 @@ from .hostclock import ClockPairs
 from .inputs import FP4X2, declared_bytes, dtype_of, fp4x2_values
 from .layout import value_bytes
 from .loading import load_operator
-from .memory import one_seed_at_a_time, output_bytes, release, release_cached, spare_bytes
+from .memory import (
+    generator_seeds,
+    one_seed_at_a_time,
+    output_bytes,
+    release,
+    release_cached,
+    spare_bytes,
+)
 from .neartie import (
     BUDGET_S,
     MATCHED_BEFORE_TIES,
@@ -134,6 +141,7 @@ class KernelState:
         self.worker: WorkerProcess | None = None
         self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
         self.worker_spans: dict[str, dict[str, float]] = {}  # its own account of its time (spans.py)
+        self.seeds_checked: dict[int, int] = {}  # correctness seeds per workload (memory.generator_seeds)
         # the generator's time sent with each workload's last timing round: the fresh sets it allows are
         # what the parent holds the worker to (spotcheck.pool_shortfall), whatever later draws measure
         self.generation_sent: dict[int, float | None] = {}
@@ -358,22 +366,46 @@ class Session:
     def workload_id(self, idx: int) -> str:
         return self.op.workloads[idx].id
 
-    def seed_groups(self, idx: int) -> list[list[int]]:
-        """The seeds of workload `idx` as correctness runs them: all at once, or one at a time where their
-        sets together are large (memory.one_seed_at_a_time: then the parent's reference comes first)."""
+    def seed_groups(self, idx: int, which: list[int] | None = None) -> list[list[int]]:
+        """The seeds of workload `idx` (`which` of them; all by default) as correctness runs them: all at
+        once, or one at a time where their sets together are large (memory.one_seed_at_a_time: then the
+        parent's reference comes first)."""
         wl = self.op.workloads[idx]
         per_seed = self.set_bytes.get(idx) or (declared_bytes(self.op, wl) if self.op.kind == "sol" else 0)
-        every = list(range(len(self.seeds)))
+        every = list(range(len(self.seeds))) if which is None else list(which)
+        if not every:
+            return []
         return [[n] for n in every] if one_seed_at_a_time(per_seed, len(every)) else [every]
+
+    @property
+    def own_generator(self) -> bool:
+        """Whether inputs come from the operator's own code (a custom entry point, a native input.py),
+        which may take seconds a draw; the harness's own random draws take milliseconds a gigabyte."""
+        return bool(self.op.custom_inputs_entrypoint) or self.op.kind == "native"
+
+    def generation_unknown(self, idx: int) -> bool:
+        """Whether workload `idx`'s inputs come from the operator's own code and the parent has not timed
+        a draw of them yet."""
+        return self.own_generator and idx not in self.reference.generation_s and idx not in self.prepared
+
+    def correctness_seeds(self, idx: int) -> int:
+        """How many of this evaluation's seeds workload `idx` is checked on (memory.generator_seeds, for
+        the operator's own generator): the first ones, so a slow generator's workload keeps the plain
+        random seed."""
+        if not self.own_generator:
+            return len(self.seeds)
+        return generator_seeds(self.reference.generation_s.get(idx), len(self.seeds))
 
     def reference_outputs(
         self, idx: int, which: list[int] | None = None
     ) -> tuple[list[list[Any]], list[list[float]]]:
         """Workload `idx`'s reference outputs and input digests for this evaluation's seeds (`which` of
         them, in that order; all by default)."""
-        if idx in self.prepared and (which is None or which == list(range(len(self.seeds)))):
+        if idx in self.prepared:  # (a workload with prepared references is checked in one group)
             self.prepared_used += 1
-            return self.prepared.pop(idx)
+            outs, digests = self.prepared.pop(idx)
+            chosen = range(len(self.seeds)) if which is None else which
+            return [outs[n] for n in chosen], [digests[n] for n in chosen]
         return self._reference_outputs(idx, which)
 
     def _reference_outputs(

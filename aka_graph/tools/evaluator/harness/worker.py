@@ -312,7 +312,7 @@ class Worker:
         for other in self.benches.values():
             if other is not bench and other.regenerate:
                 other.park()
-        release(self.device)
+        release(self.device, force=True)
         return bench.measure()
 
     def park(self, msg: dict[str, Any]) -> dict[str, Any]:

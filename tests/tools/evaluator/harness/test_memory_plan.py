@@ -317,3 +317,28 @@ def test_the_parent_hands_back_large_cached_device_memory_after_judging(
     monkeypatch.setattr(memory_mod, "release", lambda d, *a, **k: calls.append(d))
     memory_mod.release_cached(torch.device(device))
     assert bool(calls) is released
+
+
+@pytest.mark.parametrize(
+    ("cached", "held", "free", "force", "released"),
+    [
+        (12 * GIB, 0, 110 * GIB, False, False),  # round 21: a 5 GB-set MLP's parent beside 110 GB free
+        (5 * GIB, 0, 30 * GIB, False, True),  # a fifth of what is free: the other process may need it
+        (78 * GIB, 0, 40 * GIB, False, True),  # round 17: the parent's comparison temporaries
+        (0, 20 * GIB, 100 * GIB, False, True),  # just let go (still held by a cycle): counted as cached
+        (1 * GIB, 0, 130 * GIB, True, True),  # forced: a timing loop that ran out of memory
+    ],
+)
+def test_cached_memory_is_handed_back_only_where_the_device_is_short_of_it(
+    monkeypatch: pytest.MonkeyPatch, cached: int, held: int, free: int, force: bool, released: bool
+) -> None:
+    import aka_graph.tools.evaluator.harness.memory as memory_mod
+
+    emptied: list[int] = []
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda d=None: 16 * GIB + cached)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda d=None: 16 * GIB)
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda d=None: (free, 141 * GIB))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda d=None: None)
+    monkeypatch.setattr(torch.cuda, "empty_cache", lambda: emptied.append(1))
+    memory_mod.release(torch.device("cuda"), freed=held or None, force=force)
+    assert bool(emptied) is released

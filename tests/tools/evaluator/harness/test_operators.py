@@ -15,7 +15,7 @@ from aka_graph.tools.evaluator.harness.inputs import InputFactory, name_rule, ou
 from aka_graph.tools.evaluator.harness.loading import load_operator
 from aka_graph.tools.evaluator.harness.modules import load_input_module, load_reference
 from aka_graph.tools.evaluator.harness.opmodel import OperatorError
-from tests.conftest import SOL_FIXTURES
+from tests.conftest import REPO_ROOT, SOL_FIXTURES
 
 NATIVE_REFERENCE = """
 import torch
@@ -169,6 +169,30 @@ def test_inputs_regenerate_identically_from_a_seed_and_differ_across_seeds_and_s
     mixed = f.make(wl, 11, 1.0, mix_seed=12)
     assert torch.equal(mixed[0][0], a[0][0]) and torch.equal(mixed[0][-1], a[0][-1])  # same edges
     assert torch.equal(mixed[0][1:-1], c[0][1:-1])  # fresh interior
+
+
+def test_a_mixed_seed_of_an_operator_whose_generator_gives_every_input_is_one_draw_of_its_own_seed() -> None:
+    """Only "random" inputs are mixed; where the generator gives them all, the mixed seed is the mix
+    seed's own inputs, drawn once (a generator that takes seconds a draw was called three times)."""
+    op = load_operator(REPO_ROOT / "tests" / "fixtures" / "sol" / "slow_elementwise_generator")
+    module = load_reference(op)
+    calls: list[int] = []
+    real = module.get_inputs
+
+    def counted(axes: dict, device: torch.device) -> dict:
+        calls.append(1)
+        return real(axes, device)
+
+    module.get_inputs = counted
+    module.time = type("NoSleep", (), {"sleep": staticmethod(lambda s: None)})
+    f = InputFactory(op, torch.device("cpu"), module)
+    wl = op.workloads[0]
+    assert not f.mixable(wl)
+    mixed = f.make(wl, 11, 1.0, mix_seed=12)
+    assert len(calls) == 1
+    own = f.make(wl, 12, 1.0)
+    assert all(torch.equal(m, o) for m, o in zip(mixed, own, strict=True))
+    assert not torch.equal(mixed[0], f.make(wl, 11, 1.0)[0])
 
 
 def test_custom_inputs_come_from_the_reference_entrypoint() -> None:
