@@ -114,7 +114,9 @@ def _check_seeds(
         if not active:
             break
         refs = None
-        if len(groups) > 1:  # large (memory.one_seed_at_a_time): the reference first, then the workers
+        # large (memory.one_seed_at_a_time), or drawn by the operator's own code on one GPU: the reference
+        # first, then the workers
+        if len(groups) > 1 or session.draws_apart:
             with span("correctness.reference"):
                 refs = session.reference_outputs(idx, group)
             settle(session.device)  # its temporaries handed back before a worker computes

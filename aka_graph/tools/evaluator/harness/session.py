@@ -383,6 +383,15 @@ class Session:
         which may take seconds a draw; the harness's own random draws take milliseconds a gigabyte."""
         return bool(self.op.custom_inputs_entrypoint) or self.op.kind == "native"
 
+    @property
+    def draws_apart(self) -> bool:
+        """Whether the parent draws a correctness seed's inputs (and computes its reference) before the
+        workers are sent it, not beside them: where the operator's own code draws them on a GPU. Such a
+        generator may write a tensor element by element, each write a small copy the GPU serves one
+        process's time slice at a time: 034 vision-language cross attention drew a set in ~0.3 s alone
+        and in ~4 s with both processes drawing at once (round 21 on the H200: 87 s of correctness)."""
+        return self.own_generator and self.device.type == "cuda"
+
     def generation_unknown(self, idx: int) -> bool:
         """Whether workload `idx`'s inputs come from the operator's own code and the parent has not timed
         a draw of them yet."""

@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
+import torch
 
 from aka_graph.tools.evaluator.harness import memory, modes
 from aka_graph.tools.evaluator.harness.memory import generator_seeds
@@ -24,7 +26,16 @@ SLOW = REPO_ROOT / "tests" / "fixtures" / "sol" / "slow_elementwise_generator"
 
 @pytest.mark.parametrize(
     ("generation_s", "seeds", "checked"),
-    [(None, 3, 3), (0.0, 3, 3), (0.05, 3, 3), (1.0, 3, 3), (1.2, 3, 2), (1.6, 3, 1), (5.0, 3, 1), (0.2, 1, 1)],
+    [
+        (None, 3, 3),
+        (0.0, 3, 3),
+        (0.05, 3, 3),
+        (1.0, 3, 3),
+        (1.2, 3, 2),
+        (1.6, 3, 1),
+        (5.0, 3, 1),
+        (0.2, 1, 1),
+    ],
 )
 def test_a_slow_generators_workload_keeps_as_many_seeds_as_it_draws_in_three_seconds(
     generation_s: float | None, seeds: int, checked: int
@@ -99,3 +110,52 @@ def test_the_harness_own_random_draws_keep_every_seed_at_once(
     session, ks, sent = _correctness(SOL_FIXTURES / "rmsnorm", tmp_path, monkeypatch)
     assert all(ks.verdicts[i].status == "PASS" for i in session.indices)
     assert sent == [list(range(len(session.seeds)))] * len(session.indices)
+
+
+@pytest.mark.parametrize(
+    ("entrypoint", "kind", "device", "apart"),
+    [
+        ("get_inputs", "sol", "cuda", True),  # the operator's own generator on a GPU
+        (None, "native", "cuda", True),  # a native input.py
+        (None, "sol", "cuda", False),  # the harness's own random draws: a few large kernels
+        ("get_inputs", "sol", "cpu", False),  # a host: two processes on two cores do draw at once
+    ],
+)
+def test_only_the_operators_own_generator_on_a_gpu_draws_apart_from_the_worker(
+    entrypoint: str | None, kind: str, device: str, apart: bool
+) -> None:
+    session = SimpleNamespace(
+        op=SimpleNamespace(custom_inputs_entrypoint=entrypoint, kind=kind), device=torch.device(device)
+    )
+    session.own_generator = Session.own_generator.fget(session)  # type: ignore[attr-defined]
+    assert Session.draws_apart.fget(session) is apart  # type: ignore[attr-defined]
+
+
+def test_drawing_apart_computes_each_seeds_reference_before_the_worker_is_sent_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps: list[tuple[str, Any]] = []
+    send_run, reference_outputs = modes._send_run, Session.reference_outputs
+
+    def recorded_send(session: Session, active: list, idx: int, seeds: list) -> dict:
+        steps.append(("run", len(seeds)))
+        return send_run(session, active, idx, seeds)
+
+    def recorded_reference(self: Session, idx: int, which: list[int] | None = None) -> Any:
+        steps.append(("reference", which))
+        return reference_outputs(self, idx, which)
+
+    monkeypatch.setattr(Session, "draws_apart", property(lambda self: True))
+    monkeypatch.setattr(Session, "reference_outputs", recorded_reference)
+    monkeypatch.setattr(modes, "_send_run", recorded_send)  # (wrapped by _correctness's own record)
+    session, ks, _ = _correctness(SLOW, tmp_path, monkeypatch)
+    assert [ks.verdicts[i].status for i in session.indices] == ["PASS", "PASS"]
+    every = list(range(len(session.seeds)))
+    assert steps == [
+        ("reference", every),
+        ("run", len(every)),
+        ("reference", [0]),
+        ("run", 1),
+        ("reference", every[1:]),
+        ("run", len(every) - 1),
+    ]
