@@ -410,7 +410,12 @@ class GraphTimer:
 # 11) is sized, warmed up and sampled by its time: the counts for fast calls made 40-odd calls of it.
 LONG_CALL_US = 50_000.0
 WARMUP_BUDGET_US = 200_000.0  # warm-up calls before a capture: as many as fit, 1 to WARMUP_CALLS
-EVENT_BUDGET_US = 2_000_000.0  # CUDA-event samples: as many as fit, EVENT_MIN_SAMPLES to EVENT_SAMPLES
+# CUDA-event samples: as many as fit, EVENT_MIN_SAMPLES to EVENT_SAMPLES. At 2 s, the samples were most of
+# a long uncapturable workload's timing, and again of its reference's: 024 MoE (a Python loop over 256
+# experts, ~0.1 s a call, its samples more than 1 % apart) spent 2.0 of 2.6 s a workload in them, 32 s of
+# a 139 s evaluation, and 044 (7168-wide experts) ran past 240 s (round 21 on the H200). One second keeps
+# ten samples of a 0.1 s call and every one of a call up to 33 ms.
+EVENT_BUDGET_US = 1_000_000.0
 EVENT_MIN_SAMPLES = 3
 # The event samples end early once this many agree this closely (robust spread, `summarize`): a long call's
 # samples vary by microseconds, and its 30 fresh input sets, perturbations and kept outputs made most of an
@@ -426,7 +431,7 @@ def warmup_calls(est_us: float) -> int:
 
 
 def event_samples(est_us: float, wanted: int = EVENT_SAMPLES) -> int:
-    """Timed calls of the CUDA-event fallback: `wanted` (one per fresh input set) for calls up to ~66 ms,
+    """Timed calls of the CUDA-event fallback: `wanted` (one per fresh input set) for calls up to ~33 ms,
     fewer for longer ones, at least EVENT_MIN_SAMPLES (a long call's samples vary little)."""
     fit = int(EVENT_BUDGET_US / max(est_us, 1e-3))
     return max(min(EVENT_MIN_SAMPLES, wanted), min(wanted, fit))

@@ -334,8 +334,9 @@ def test_warm_up_calls_before_a_capture_fit_a_budget(est_us: float, warmups: int
     ("est_us", "wanted", "samples"),
     [
         (10.0, 30, 30),  # fast calls: one per fresh input set, as before
-        (40_000.0, 30, 30),  # issue 9's 10-40 ms uncapturable kernels keep every sample
-        (100_000.0, 30, 20),
+        (33_000.0, 30, 30),  # issue 9's 10-40 ms uncapturable kernels keep (nearly) every sample
+        (40_000.0, 30, 25),
+        (100_000.0, 30, 10),  # an MoE reference's Python loop over its experts: ten, in a second
         (3_000_000.0, 30, 3),  # a call of seconds: the fewest that still give a median
         (3_000_000.0, 2, 2),  # never more than there are fresh sets
     ],
