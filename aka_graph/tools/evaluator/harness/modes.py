@@ -100,7 +100,7 @@ def _correctness(session: Session, states: list[KernelState]) -> None:
             every = every[: session.correctness_seeds(idx)]
         _check_seeds(session, states, idx, every, session.seed_groups(idx, every))
         for ks in states:
-            ks.seeds_checked[idx] = min(len(session.seeds), session.correctness_seeds(idx))
+            ks.seeds_checked[idx] = session.correctness_seeds(idx)
 
 
 def _check_seeds(
@@ -423,7 +423,7 @@ def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dic
         "sol_bound_us": sol.bound_us if sol else None,
         "utilization_pct": utilization(sol.bound_us, lat) if sol and lat else None,
         "reference_latency_us": ref.latency_us if ref else None,
-        "message": _with_notes(v, ks.seeds_checked.get(idx), len(session.seeds), session, idx),
+        "message": _with_notes(v, ks.seeds_checked.get(idx), session, idx),
         "sol_hard_bound_us": sol.hard_bound_us if sol else None,
         "bytes_moved": sol.bytes_moved if sol else None,
         "flops": sol.flops if sol else None,
@@ -582,10 +582,10 @@ def run(
     return results, rounds
 
 
-def _with_notes(v: WorkloadVerdict, checked: int | None, seeds: int, session: Session, idx: int) -> str:
+def _with_notes(v: WorkloadVerdict, checked: int | None, session: Session, idx: int) -> str:
     """The verdict's message with what a user should know of a passing workload: its near-ties, and
     where it was checked on fewer seeds than the others (its generator's draws are slow)."""
-    message = _with_near_ties(v)
+    message, seeds = _with_near_ties(v), len(session.seeds)
     if v.status != "PASS" or checked is None or checked >= seeds:
         return message
     took = session.reference.generation_s.get(idx, 0.0)

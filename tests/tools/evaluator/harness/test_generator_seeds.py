@@ -20,6 +20,7 @@ from aka_graph.tools.evaluator.harness import memory, modes
 from aka_graph.tools.evaluator.harness.memory import generator_seeds
 from aka_graph.tools.evaluator.harness.session import Session, Settings
 from tests.conftest import REPO_ROOT, SOL_FIXTURES
+from tests.tools.evaluator.harness.correctness_steps import record_steps
 
 SLOW = REPO_ROOT / "tests" / "fixtures" / "sol" / "slow_elementwise_generator"
 
@@ -134,20 +135,8 @@ def test_only_the_operators_own_generator_on_a_gpu_draws_apart_from_the_worker(
 def test_drawing_apart_computes_each_seeds_reference_before_the_worker_is_sent_it(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    steps: list[tuple[str, Any]] = []
-    send_run, reference_outputs = modes._send_run, Session.reference_outputs
-
-    def recorded_send(session: Session, active: list, idx: int, seeds: list) -> dict:
-        steps.append(("run", len(seeds)))
-        return send_run(session, active, idx, seeds)
-
-    def recorded_reference(self: Session, idx: int, which: list[int] | None = None) -> Any:
-        steps.append(("reference", which))
-        return reference_outputs(self, idx, which)
-
     monkeypatch.setattr(Session, "draws_apart", property(lambda self: True))
-    monkeypatch.setattr(Session, "reference_outputs", recorded_reference)
-    monkeypatch.setattr(modes, "_send_run", recorded_send)  # (wrapped by _correctness's own record)
+    steps = record_steps(monkeypatch)  # (wrapped by _correctness's own record)
     session, ks, _ = _correctness(SLOW, tmp_path, monkeypatch)
     assert [ks.verdicts[i].status for i in session.indices] == ["PASS", "PASS"]
     every = list(range(len(session.seeds)))

@@ -17,6 +17,7 @@ import pytest
 from aka_graph.tools.evaluator.harness import memory, modes
 from aka_graph.tools.evaluator.harness.session import Session, Settings
 from tests.conftest import SOL_FIXTURES
+from tests.tools.evaluator.harness.correctness_steps import record_steps
 
 CANDIDATES = Path(__file__).resolve().parent / "candidates"
 RMSNORM = SOL_FIXTURES / "rmsnorm"
@@ -27,19 +28,7 @@ def correctness(kernel: str, monkeypatch: pytest.MonkeyPatch, large: bool) -> tu
     """The correctness phase of `kernel` on one rmsnorm workload; (session, its verdict, the parent's steps:
     ("reference", seed numbers) and ("run", how many seeds) in the order they happened)."""
     monkeypatch.setattr(memory, "ONE_SEED_BYTES", 1 if large else 1 << 40)
-    steps: list[tuple[str, Any]] = []
-    send_run, reference_outputs = modes._send_run, Session.reference_outputs
-
-    def recorded_send(session: Session, active: list, idx: int, seeds: list) -> dict:
-        steps.append(("run", len(seeds)))
-        return send_run(session, active, idx, seeds)
-
-    def recorded_reference(self: Session, idx: int, which: list[int] | None = None) -> Any:
-        steps.append(("reference", which))
-        return reference_outputs(self, idx, which)
-
-    monkeypatch.setattr(modes, "_send_run", recorded_send)
-    monkeypatch.setattr(Session, "reference_outputs", recorded_reference)
+    steps = record_steps(monkeypatch)
     session = Session(Settings(op_dir=RMSNORM, device="cpu", shape_ids=[SMALL_WORKLOAD]))
     neighbour = subprocess.Popen(["sleep", "120"])  # another child of this process: left alone
     states = modes._start(session, {"A": CANDIDATES / kernel})
