@@ -50,3 +50,40 @@ def test_little_cached_memory_is_left_and_much_is_handed_back(monkeypatch: pytes
     before = torch.cuda.memory_reserved()
     assert _park(monkeypatch) == [1]
     assert torch.cuda.memory_reserved() <= before - int(free * 0.3) + (64 << 20)
+
+
+def _big_temporaries_bench(seed: int) -> object:
+    """A bench of a value-returning call (as a reference given as the candidate) whose temporaries take
+    8 GiB: captured into a CUDA graph, its pool holds them."""
+    from aka_graph.tools.evaluator.harness.bench import Bench
+    from aka_graph.tools.evaluator.harness.runner import KernelRunner
+
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        scratch = x.repeat(2 * GIB // x.numel())  # 8 GiB of float32, freed as the call returns
+        return scratch.view(-1, x.numel()).sum(0)
+
+    def draw() -> list[torch.Tensor]:
+        return [torch.randn(1024, device="cuda", generator=torch.Generator("cuda").manual_seed(seed))]
+
+    runner = KernelRunner(kernel, False, [((1024,), torch.float32)], torch.device("cuda"))
+    return Bench(runner, draw(), torch.device("cuda"), 50 << 20, regenerate=draw)
+
+
+def test_a_graphs_pool_is_counted_in_its_bench_and_parking_the_bench_frees_it() -> None:
+    """Round 22 (055 audio encoder): a new workload's first call ran out of memory beside 57 GiB of graph
+    pools. A bench's count of its own memory includes its graph's pool, and parking it hands the pool back
+    (nothing else holds the captured calls' outputs)."""
+    from aka_graph.tools.evaluator.harness.worker import graph_pool_bytes
+
+    torch.cuda.empty_cache()
+    before = graph_pool_bytes(torch.device("cuda"))
+    bench = _big_temporaries_bench(1)
+    timing = bench.measure()  # type: ignore[attr-defined]
+    assert timing.method == "cuda_graph", timing.notes
+    assert bench.graph.pool_bytes >= 8 * GIB  # type: ignore[attr-defined]
+    assert bench.resident_bytes >= 8 * GIB  # type: ignore[attr-defined]
+    held = graph_pool_bytes(torch.device("cuda")) - before
+    assert held >= 8 * GIB
+    bench.park()  # type: ignore[attr-defined]
+    assert graph_pool_bytes(torch.device("cuda")) - before < 1 * GIB
+    torch.cuda.empty_cache()

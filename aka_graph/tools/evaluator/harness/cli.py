@@ -183,7 +183,11 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
+    import torch
+
     from .gpu_specs import UnknownGpuError
+    from .inputs import out_of_memory
+    from .memory import HostTooSmall
     from .modes import pattern_order, run
     from .opmodel import OperatorError
     from .trusted import ReferenceFailed
@@ -213,11 +217,20 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)
         return 1
-    except UnknownGpuError as exc:
+    except (UnknownGpuError, HostTooSmall) as exc:  # the environment's, said as such
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)
         return 1
     except Exception as exc:  # the harness's own failure: never a score
+        if out_of_memory(exc):  # the environment's: said in one line, with where it would run
+            where = "GPU" if isinstance(exc, torch.OutOfMemoryError) else "host"
+            line = (
+                f"the harness ran out of the {where}'s memory: {type(exc).__name__}: {str(exc)[:400]}; "
+                "evaluate where there is more free memory (fewer evaluations at once, a larger host or GPU)"
+            )
+            print(f"error: {line}", file=sys.stderr)
+            _emit(_failure("INFRA_ERROR", line), args.out)
+            return 1
         tb = traceback.format_exc()
         print(tb, file=sys.stderr)
         _emit(

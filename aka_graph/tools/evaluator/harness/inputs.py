@@ -182,6 +182,23 @@ def fp4x2_values(t: torch.Tensor) -> torch.Tensor:
     return levels[codes & 7] * torch.where(codes >= 8, -1.0, 1.0)
 
 
+def host_out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is running out of host memory: Python's MemoryError, or the CPU allocator's, which
+    torch raises as a plain RuntimeError ("DefaultCPUAllocator: can't allocate memory")."""
+    if isinstance(exc, MemoryError):
+        return True
+    text = str(exc)[:2000].lower()
+    return isinstance(exc, RuntimeError) and (
+        "can't allocate memory" in text or "cannot allocate memory" in text
+    )
+
+
+def out_of_memory(exc: BaseException) -> bool:
+    """Whether `exc` is running out of the GPU's or the host's memory: the environment's, never the
+    operator's code (its generator, its reference)."""
+    return isinstance(exc, torch.OutOfMemoryError) or host_out_of_memory(exc)
+
+
 class GeneratorFailed(RuntimeError):
     """The operator's custom_inputs_entrypoint raised: the operator's code, not the harness's nor the
     candidate's (SOL's driver reports it as gen_inputs failing). Running out of memory stays the
@@ -419,9 +436,9 @@ class InputFactory:
         with all_seeded(seed, self.device):  # a private generator state: never a capture's (see rng.py)
             try:
                 out = fn({**wl.axes, **scalars}, self.device)
-            except (torch.OutOfMemoryError, MemoryError, OperatorError):
-                raise
             except Exception as exc:
+                if isinstance(exc, OperatorError) or out_of_memory(exc):
+                    raise
                 raise GeneratorFailed(
                     f"the operator's custom_inputs_entrypoint {name} raised on {self.device.type} (workload "
                     f"{wl.id}): {type(exc).__name__}: {str(exc)[:500]}"

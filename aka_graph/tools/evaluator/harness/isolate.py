@@ -164,8 +164,16 @@ def host_memory_bytes() -> int:
 
 def memory_limit_bytes() -> int:
     """The worker's limit on host memory: half the machine (at least 4 GiB), so a kernel that allocates
-    without bound fails inside its own process instead of bringing the OOM killer onto the host."""
-    return max(4 << 30, host_memory_bytes() // 2)
+    without bound fails inside its own process instead of bringing the OOM killer onto the host; never
+    above a hard limit the harness was started under (an administrator's, a batch system's)."""
+    limit = max(4 << 30, host_memory_bytes() // 2)
+    with contextlib.suppress(ImportError, OSError, ValueError):
+        import resource
+
+        _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        if hard != resource.RLIM_INFINITY:
+            limit = min(limit, hard)
+    return limit
 
 
 def limit_memory() -> None:
@@ -174,11 +182,8 @@ def limit_memory() -> None:
     with contextlib.suppress(ImportError, OSError, ValueError):
         import resource
 
-        limit = memory_limit_bytes()
         _soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
-        if hard != resource.RLIM_INFINITY:
-            limit = min(limit, hard)
-        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+        resource.setrlimit(resource.RLIMIT_DATA, (memory_limit_bytes(), hard))
 
 
 def sandbox_isolation() -> str | None:

@@ -131,6 +131,28 @@ def plan_memory(
     return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
 
 
+class HostTooSmall(RuntimeError):
+    """A CPU evaluation whose workload this host cannot hold: the environment's shortfall, never the
+    candidate's (without this check the worker's input draw ran past its memory limit and the honest
+    reference of a 22.5 GB MoE problem was reported as a kernel error)."""
+
+
+def host_shortfall(set_bytes: int, available: int, worker_limit: int) -> str | None:
+    """Why one call of `set_bytes` (its declared inputs and outputs) cannot be evaluated in this host's
+    memory, or None. On a CPU both processes hold the call's set (the parent's reference, the worker's
+    kernel), and the worker may use at most `worker_limit` (isolate.memory_limit_bytes). Pure."""
+    need = 2 * set_bytes
+    if set_bytes <= worker_limit and need <= available:
+        return None
+    gib = 1 / GIB
+    return (
+        f"one call's inputs and outputs take {set_bytes * gib:.1f} GiB, held by both the harness and the "
+        f"worker ({need * gib:.1f} GiB in all), and this host has {available * gib:.1f} GiB available, "
+        f"of which the worker may use {worker_limit * gib:.1f} GiB; evaluate it on a GPU (--device cuda) "
+        f"or on a host with at least {math.ceil((need + MARGIN_MIN) * gib)} GiB free"
+    )
+
+
 ONE_SEED_BYTES = GIB  # a workload whose seeds' sets together reach this is checked one seed at a time
 
 

@@ -19,10 +19,14 @@ from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, declared_bytes, dtype_of, fp4x2_values
+from .isolate import memory_limit_bytes
 from .layout import value_bytes
 from .loading import load_operator
 from .memory import (
+    HostTooSmall,
+    free_and_total,
     generator_seeds,
+    host_shortfall,
     one_seed_at_a_time,
     output_bytes,
     release,
@@ -274,6 +278,8 @@ class Session:
         blobs = missing_blobs(self.op, [self.op.workloads[i] for i in self.indices])
         if blobs:
             raise OperatorError(blobs)
+        if self.device.type == "cpu":
+            self._check_host_memory()
         self.device_info = device_info(self.device)  # on a GPU: creates the parent's CUDA context
         self.times["device_ready"] = time.perf_counter()
         table = load_table(settings.peak_table) if settings.peak_table else None
@@ -311,6 +317,19 @@ class Session:
         # directions are drawn from with the inputs' digest (one output on one input, one verdict)
         self.near_tie_left_s, self.near_tie_secret = BUDGET_S, fresh_seed()
         self.draw_seeds()
+
+    def _check_host_memory(self) -> None:
+        """Before anything is drawn: a CPU evaluation of a workload this host cannot hold twice stops as
+        the environment's (HostTooSmall), naming the workload, the sizes and where it would run."""
+        if self.op.kind != "sol":
+            return
+        available, _total = free_and_total(self.device)
+        limit = memory_limit_bytes()
+        for i in self.indices:
+            wl = self.op.workloads[i]
+            why = host_shortfall(declared_bytes(self.op, wl), available, limit)
+            if why:
+                raise HostTooSmall(f"workload {wl.id} cannot be evaluated on this host's CPU: {why}")
 
     def draw_seeds(self) -> None:
         """Fresh correctness and timing seeds for the next evaluation: a long-lived parent (serve.py)

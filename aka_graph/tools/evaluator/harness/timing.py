@@ -266,6 +266,12 @@ def graph_kernel_nodes(graph: Any) -> int | None:
     return kernels
 
 
+def _malloced_bytes() -> int:
+    """Bytes the caching allocator has taken from the driver so far in this process (a running total,
+    never lowered by the blocks it hands back)."""
+    return int(torch.cuda.memory_stats().get("reserved_bytes.all.allocated", 0))
+
+
 def release_failed_capture(graph: Any, pool: Any) -> None:
     """Hand back the private memory pool of a capture that failed. torch's CUDAGraph releases its pool
     only when the capture ended (CUDAGraph::reset), and a capture the CUDA driver invalidated (a sync, a
@@ -326,7 +332,7 @@ class GraphTimer:
                 self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
-        reserved = torch.cuda.memory_reserved()  # the warm-ups' temporaries are cached by now
+        reserved, malloced = torch.cuda.memory_reserved(), _malloced_bytes()  # warm-ups' temporaries cached
         try:
             graph = torch.cuda.CUDAGraph(keep_graph=True)
             kept = True
@@ -343,7 +349,12 @@ class GraphTimer:
             self.outputs.clear()
             release_failed_capture(graph, pool)
             raise
-        self.pool_bytes = max(0, torch.cuda.memory_reserved() - reserved)
+        # what the capture had to allocate from the driver: its pool cannot take the general cache's
+        # blocks, and where the device was short the allocator freed cached blocks to make room, so the
+        # change in reserved memory alone read ~0 for a 40 GiB pool, the bench was not parked, and the next
+        # workload ran out of memory beside it (round 22, 055 audio encoder on the H200)
+        grown = torch.cuda.memory_reserved() - reserved
+        self.pool_bytes = max(0, grown, _malloced_bytes() - malloced)
         for w in said:  # torch's own word that the capture launched nothing (then it keeps no graph)
             if "graph is empty" in str(w.message).lower():
                 self.kernel_nodes = 0

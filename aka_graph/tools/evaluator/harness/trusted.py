@@ -10,7 +10,7 @@ from typing import Any
 import torch
 
 from .bench import Bench, park_large
-from .inputs import GeneratorFailed, InputFactory, output_shapes
+from .inputs import GeneratorFailed, InputFactory, out_of_memory, output_shapes
 from .memory import release
 from .modules import load_input_module, load_reference
 from .opmodel import Operator
@@ -35,9 +35,9 @@ class _ReferenceRunner(KernelRunner):
     def invoke(self, *args: Any, **kwargs: Any) -> list[Any]:
         try:
             return super().invoke(*args, **kwargs)
-        except _OUT_OF_MEMORY:
-            raise
         except Exception as exc:
+            if out_of_memory(exc):
+                raise
             raise ReferenceFailed(
                 f"the operator's reference raised on {self.device.type} (workload {self.workload}): "
                 f"{type(exc).__name__}: {str(exc)[:500]}; it cannot be evaluated on this device"
@@ -54,9 +54,6 @@ def fp4_hint(dtypes: list[str], device: torch.device) -> str:
     if major >= 10:
         return ""
     return f" (fp4 matmuls need an sm_100 GPU or later, such as a B200; this one is sm_{major}{minor})"
-
-
-_OUT_OF_MEMORY = getattr(torch, "OutOfMemoryError", torch.cuda.OutOfMemoryError)
 
 
 class Reference:

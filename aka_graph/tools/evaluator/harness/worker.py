@@ -11,8 +11,9 @@ import os
 import sys
 import time
 import traceback
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import torch
 
@@ -21,7 +22,7 @@ from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
 from .guards import Sentinel, output_violations, planted_violation, quiet_library_threads
 from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
-from .inputs import InputFactory, output_shapes
+from .inputs import InputFactory, host_out_of_memory, output_shapes
 from .isolate import memory_limit_bytes
 from .layout import clone_like, value_bytes, writable
 from .loading import load_operator
@@ -49,7 +50,69 @@ from .spans import snapshot as spans_snapshot
 from .spans import span
 from .timing import host_reps, timed_seed
 
+T = TypeVar("T")
 TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
+
+
+class DrawOutOfMemory(Exception):
+    """The harness's own input draw in the worker ran out of host memory: the environment's shortfall
+    (a host too small for the operator's inputs), not the kernel's, which has not been called yet."""
+
+
+def with_room(
+    step: Callable[[], T],
+    benches: dict[int, Bench],
+    device: torch.device,
+    bench: Bench | None = None,
+    said: list[str] | None = None,
+) -> T:
+    """`step()` (a bench's timing loop, or the making of a new workload's bench), and once more after
+    the device ran out of memory, with every other bench parked and the cache handed back: what filled
+    the device may be the harness's own (earlier workloads' benches and graph pools, the cache's
+    fragments: an attention backward's timing asked for 11 GiB beside 16 GiB of graph pools and 18 GiB
+    cached but unusable, round 20 on the H200; a new bench's first call beside 57 GiB of graph pools,
+    round 22). A call that does not fit even then fails as it did (RUNTIME_ERROR), its error noting what
+    the harness held. Nothing is gained by a kernel that runs out of memory on purpose: the second try is
+    the first one again, checked alike. `said`: a line on the retry, for the workload's notes."""
+    try:
+        return step()
+    except torch.OutOfMemoryError:
+        pass  # (outside the handler: the error's frames hold the failed step's tensors)
+    if bench is not None:
+        bench.kept = {}  # the failed loop's kept outputs
+    others = [b for b in benches.values() if b is not bench and b.regenerate and b.parked is None]
+    held = sum(b.resident_bytes for b in others)
+    pools_before = graph_pool_bytes(device)
+    for other in others:
+        other.park()
+    release(device, force=True)
+    line = (
+        f"ran out of device memory; made room by parking {len(others)} other benches "
+        f"({held / 2**30:.1f} GiB by their count) and handing the cache back: graph pools "
+        f"{pools_before / 2**30:.1f} -> {graph_pool_bytes(device) / 2**30:.1f} GiB, "
+        f"{torch.cuda.memory_reserved(device) / 2**30 if device.type == 'cuda' else 0:.1f} GiB reserved"
+    )
+    if said is not None:
+        said.append(line)
+    try:
+        return step()
+    except torch.OutOfMemoryError as exc:
+        exc.add_note(f"(a second try: {line})")
+        raise
+
+
+def graph_pool_bytes(device: torch.device) -> int:
+    """Device memory in CUDA graphs' private pools (the allocator's own segments, walked only after an
+    out-of-memory error: what the harness's benches hold there, whatever their own count says)."""
+    if device.type != "cuda":
+        return 0
+    try:
+        segments = torch.cuda.memory_snapshot()
+    except Exception:
+        return 0
+    return sum(
+        int(s.get("total_size", 0)) for s in segments if tuple(s.get("segment_pool_id", (0, 0))) != (0, 0)
+    )
 
 
 def _failure(exc: BaseException) -> dict[str, Any]:
@@ -59,7 +122,9 @@ def _failure(exc: BaseException) -> dict[str, Any]:
     compile_like = "CompilationError" in name or module.startswith("triton.compiler")
     if isinstance(exc, ReturnError):
         return {"status": "INCORRECT", "message": str(exc)}
-    if isinstance(exc, MemoryError) or "can't allocate memory" in str(exc):
+    if isinstance(exc, DrawOutOfMemory):
+        return {"status": "INFRA_ERROR", "message": str(exc)}
+    if host_out_of_memory(exc):
         limit = memory_limit_bytes()
         return {
             "status": "RUNTIME_ERROR",
@@ -208,7 +273,7 @@ class Worker:
             for n, (seed, scale, mix) in enumerate(msg["seeds"]):
                 if n:  # the last call's garbage (and its finalizers) before this seed's draw; the request's
                     collect_here()  # top collected before the first
-                with span("w.inputs"):
+                with span("w.inputs"), self._harness_draw(wl.id):
                     if shared:
                         inputs = open_inputs(shared[n])
                     else:
@@ -251,11 +316,27 @@ class Worker:
             "spans": spans_snapshot(),  # advisory: where this process says its time went (never judged)
         }
 
+    @contextlib.contextmanager
+    def _harness_draw(self, workload: str) -> Iterator[None]:
+        """Around the harness's own correctness draw on a host: running out of memory there is the
+        host's shortfall (DrawOutOfMemory), said with the worker's limit."""
+        try:
+            yield
+        except Exception as exc:
+            if self.device.type != "cpu" or not host_out_of_memory(exc):
+                raise
+            raise DrawOutOfMemory(
+                f"the harness's input draw of workload {workload} ran out of the worker's host memory "
+                f"({memory_limit_bytes() / 2**30:.1f} GiB at most): {type(exc).__name__}: {str(exc)[:300]}; "
+                "evaluate on a GPU (--device cuda) or on a host with more memory"
+            ) from exc
+
     def time(self, msg: dict[str, Any]) -> dict[str, Any]:
         idx = int(msg["wl"])
         try:
+            retried: list[str] = []  # a line on each out-of-memory retry, for the notes (with_room)
             with span("w.bench_setup"):
-                self._bench(idx, msg)
+                with_room(lambda: self._bench(idx, msg), self.benches, self.device, said=retried)
             bench = self.benches[idx]
             reval = None
             if msg.get("reval") is not None and msg.get("reval_first"):  # the order is the parent's draw
@@ -270,7 +351,7 @@ class Worker:
                 reps = host_reps(bench.first_s)
                 return {"reps": reps, "calls": 1, "notes": list(bench.notes), "violations": []}
             with span("w.measure"):
-                timing = self._measure(bench)
+                timing = self._measure(bench, retried)
             reply: dict[str, Any] = {
                 "latency_us": timing.latency_us,
                 "spread_pct": timing.spread_pct,
@@ -278,7 +359,7 @@ class Worker:
                 "method": timing.method,
                 "kernels_per_call": timing.kernels_per_call,
                 "calls": bench.calls_per_sample,
-                "notes": timing.notes,
+                "notes": timing.notes + retried,
                 "violations": list(bench.violations),
                 "kept": sorted(getattr(bench, "kept", {})),
                 "pool_size": len(getattr(bench, "pool", [])),
@@ -297,23 +378,9 @@ class Worker:
         except BaseException as exc:
             return {"error": _failure(exc)}
 
-    def _measure(self, bench: Bench) -> Any:
-        """`bench.measure()`, and once more after the device ran out of memory, with every other bench
-        parked and the cache handed back: what filled the device may be the harness's own (earlier
-        workloads' benches and graph pools, the cache's fragments: an attention backward's timing asked
-        for 11 GiB beside 16 GiB of graph pools and 18 GiB cached but unusable, round 20 on the H200).
-        A call that does not fit even then fails as it did (RUNTIME_ERROR). Nothing is gained by a
-        kernel that runs out of memory on purpose: the second loop is the first one again, checked alike."""
-        try:
-            return bench.measure()
-        except torch.OutOfMemoryError:
-            pass  # (outside the handler: the error's frames hold the failed loop's tensors)
-        bench.kept = {}  # the failed loop's kept outputs
-        for other in self.benches.values():
-            if other is not bench and other.regenerate:
-                other.park()
-        release(self.device, force=True)
-        return bench.measure()
+    def _measure(self, bench: Bench, said: list[str] | None = None) -> Any:
+        """`bench.measure()`, with room made if the device runs out of memory (`with_room`)."""
+        return with_room(bench.measure, self.benches, self.device, bench, said)
 
     def park(self, msg: dict[str, Any]) -> dict[str, Any]:
         """Large benches parked and cached memory handed back, before the parent computes a reference of

@@ -12,7 +12,7 @@ import torch
 
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
-from aka_graph.tools.evaluator.harness.worker import Worker
+from aka_graph.tools.evaluator.harness.worker import Worker, with_room
 
 CPU = torch.device("cpu")
 
@@ -67,3 +67,24 @@ def test_any_other_error_is_not_retried() -> None:
     with pytest.raises(RuntimeError, match="illegal memory access"):
         Worker._measure(SimpleNamespace(benches={1: bench}, device=CPU), bench)  # type: ignore[arg-type]
     assert calls[0] == 2
+
+
+def test_a_new_bench_whose_first_call_runs_out_of_memory_is_made_again_with_the_others_parked() -> None:
+    """Round 22 on the H200 (055 audio encoder): the largest workload's new bench ran out of memory on its
+    first call beside the last workload's 57 GiB of graph pool; making a bench is retried as a loop is."""
+    warm = [0]
+
+    def first_call_fails(x: torch.Tensor, out: torch.Tensor) -> None:
+        warm[0] += 1
+        if warm[0] == 1:
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 13.41 GiB")
+        torch.mul(x, 2.0, out=out)
+
+    other = _bench(lambda x, out: torch.mul(x, 3.0, out=out), 1)
+    benches = {0: other}
+    made = with_room(lambda: _bench(first_call_fails, 2), benches, CPU)
+    assert made.parked is None and warm[0] == 2
+    assert other.parked is not None  # parked only because the first try ran out of memory
+    untouched = _bench(lambda x, out: torch.mul(x, 3.0, out=out), 3)
+    with_room(lambda: _bench(lambda x, out: torch.mul(x, 2.0, out=out), 4), {0: untouched}, CPU)
+    assert untouched.parked is None
