@@ -71,13 +71,24 @@ WARMUP_CALLS = 8  # eager calls on the capture stream before capture (lazy init,
 # What a reference timing measured with (refcache.py keys on it): a change of method is a new entry.
 # keys cached reference timings (refcache.py): a change of method never reuses an old figure
 TIMING_METHOD = (
-    "graph replays; copies outrun 3x the L2 where cheap (<= 256), else a flush before each; "
+    "graph replays, one call each from 2 ms; copies outrun 3x the L2 where cheap (<= 256), else a flush "
+    "before each; "
     "event fallback starts on an idle device; host reference on one thread, by its own CPU time"
 )
 
 
+# A call this long is a replay of its own: a replay's launch costs microseconds, nothing beside it, while
+# five calls a replay made 30 calls a workload (six replays), most of a long-call problem's timing: 055
+# audio encoder (calls of ~0.1 s) spent 49 s of 152 s in the worker's replays and as long again in its
+# reference's (round 22 on the H200).
+SINGLE_CALL_US = 2000.0
+
+
 def calls_per_replay(est_us: float, max_calls: int = MAX_CALLS) -> int:
-    """Calls one replay should hold: ~2 ms of them, at least 5, at most `max_calls`."""
+    """Calls one replay should hold: ~2 ms of them, at least 5 (one from SINGLE_CALL_US on), at most
+    `max_calls`."""
+    if est_us >= SINGLE_CALL_US:
+        return 1
     return max(5, min(max_calls, round(2000 / max(est_us, 1.0))))
 
 
