@@ -270,3 +270,31 @@ def test_event_sampling_of_a_steady_long_call_stops_at_ten_and_an_unsteady_one_t
           f"{len(unsteady.samples_us)} samples, spread {unsteady.spread_pct:.1f} %")  # fmt: skip
     assert len(steady.samples_us) == 10 and steady.spread_pct <= 1.0
     assert len(unsteady.samples_us) == 30
+
+
+def test_a_call_of_3_ms_is_one_call_a_replay_and_agrees_with_back_to_back_events_within_3_percent() -> None:
+    """timing.SINGLE_CALL_US (round 22): from 2 ms up a graph replay holds one call. A replay's launch
+    costs microseconds, so the harness's figure of a ~3 ms spin must agree with 20 eager launches timed
+    between two events (the stream never idles behind a 3 ms kernel)."""
+
+    def spin(x: torch.Tensor, out: torch.Tensor) -> None:
+        _busy_ms(3.0)
+        torch.mul(x, 2.0, out=out)
+
+    bench = _bench(spin)
+    assert bench.graph is not None, bench.notes
+    assert bench.calls_per_sample == 1, bench.calls_per_sample
+    harness = bench.measure()
+    x, y = torch.randn(1 << 16, device="cuda"), torch.empty(1 << 16, device="cuda")
+    spin(x, y)
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(20):
+        spin(x, y)
+    end.record()
+    torch.cuda.synchronize()
+    eager = start.elapsed_time(end) * 1000.0 / 20
+    print(f"3 ms call: harness {harness.latency_us:.1f} us ({harness.method}), eager {eager:.1f} us")
+    assert harness.method == "cuda_graph"
+    assert harness.latency_us == pytest.approx(eager, rel=0.03), (harness.latency_us, eager)
