@@ -27,6 +27,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 
+from . import hostmem
+
 OUTER = ["--user", "--map-root-user", "--pid", "--fork", "--kill-child", "--mount-proc", "--net"]
 # $1: the scratch directory; $2: directories to cover with an empty read-only tmpfs, one per line (the
 # operator's own and the blob root: opview.py); the rest: the command. /proc (fresh), /dev (device nodes)
@@ -153,13 +155,8 @@ def die_with_parent() -> None:
 
 
 def host_memory_bytes() -> int:
-    try:
-        for line in Path("/proc/meminfo").read_text().splitlines():
-            if line.startswith("MemTotal:"):
-                return int(line.split()[1]) * 1024
-    except (OSError, ValueError, IndexError):
-        pass
-    return 16 << 30
+    """The memory this process may ever use: the machine's, or its memory cgroup's limit if smaller."""
+    return hostmem.read().total
 
 
 def memory_limit_bytes() -> int:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from . import hostmem
 from .timing import EVENT_SAMPLES, HOST_REPS
 
 GIB = 1 << 30
@@ -45,30 +46,15 @@ MARGIN_FRACTION = (
 MARGIN_MIN = 2 * GIB
 
 
-def _meminfo() -> dict[str, int]:
-    found: dict[str, int] = {}
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                key, _, rest = line.partition(":")
-                parts = rest.split()
-                if parts and parts[0].isdigit():
-                    found[key] = int(parts[0]) * 1024
-    except OSError:
-        pass
-    return found
-
-
 def free_and_total(device: torch.device) -> tuple[int, int]:
     """(free, total) bytes: the GPU's (free includes what torch's caching allocator holds unused), or
-    the host's MemAvailable / MemTotal."""
+    the host's available and total memory, bounded by its memory cgroup (hostmem.py)."""
     if device.type == "cuda":
         free, total = torch.cuda.mem_get_info(device)
         cached = torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         return free + max(cached, 0), total
-    info = _meminfo()
-    total = info.get("MemTotal", 0)
-    return info.get("MemAvailable", total), total
+    host = hostmem.read()
+    return host.available, host.total
 
 
 def spare_bytes(device: torch.device) -> int:
@@ -137,7 +123,7 @@ class HostTooSmall(RuntimeError):
     reference of a 22.5 GB MoE problem was reported as a kernel error)."""
 
 
-def host_shortfall(set_bytes: int, available: int, worker_limit: int) -> str | None:
+def host_shortfall(set_bytes: int, available: int, worker_limit: int, where: str = "this host") -> str | None:
     """Why one call of `set_bytes` (its declared inputs and outputs) cannot be evaluated in this host's
     memory, or None. On a CPU both processes hold the call's set (the parent's reference, the worker's
     kernel), and the worker may use at most `worker_limit` (isolate.memory_limit_bytes). Pure."""
@@ -147,7 +133,7 @@ def host_shortfall(set_bytes: int, available: int, worker_limit: int) -> str | N
     gib = 1 / GIB
     return (
         f"one call's inputs and outputs take {set_bytes * gib:.1f} GiB, held by both the harness and the "
-        f"worker ({need * gib:.1f} GiB in all), and this host has {available * gib:.1f} GiB available, "
+        f"worker ({need * gib:.1f} GiB in all), and {where} has {available * gib:.1f} GiB available, "
         f"of which the worker may use {worker_limit * gib:.1f} GiB; evaluate it on a GPU (--device cuda) "
         f"or on a host with at least {math.ceil((need + MARGIN_MIN) * gib)} GiB free"
     )

@@ -14,6 +14,7 @@ from typing import Any
 
 import torch
 
+from . import hostmem
 from .bench import call_has_no_work
 from .blobs import missing_blobs
 from .gpu_specs import GpuSpec, load_table, lookup
@@ -24,7 +25,6 @@ from .layout import value_bytes
 from .loading import load_operator
 from .memory import (
     HostTooSmall,
-    free_and_total,
     generator_seeds,
     host_shortfall,
     one_seed_at_a_time,
@@ -323,11 +323,11 @@ class Session:
         the environment's (HostTooSmall), naming the workload, the sizes and where it would run."""
         if self.op.kind != "sol":
             return
-        available, _total = free_and_total(self.device)
+        host = hostmem.read()
         limit = memory_limit_bytes()
         for i in self.indices:
             wl = self.op.workloads[i]
-            why = host_shortfall(declared_bytes(self.op, wl), available, limit)
+            why = host_shortfall(declared_bytes(self.op, wl), host.available, limit, host.describe())
             if why:
                 raise HostTooSmall(f"workload {wl.id} cannot be evaluated on this host's CPU: {why}")
 

@@ -71,7 +71,8 @@ def bwrap_argv(config: BwrapConfig, argv: Iterable[str]) -> list[str]:
         "--unshare-pid",
         "--unshare-ipc",
         "--unshare-uts",
-        "--unshare-cgroup-try",
+        # no cgroup namespace: the harness reads its memory cgroup's limit (harness/hostmem.py), and in
+        # a namespace of its own a Slurm job's or a systemd slice's cgroup reads as the unlimited root
         "--hostname",
         SANDBOX_HOSTNAME,
     ]

@@ -7,6 +7,7 @@ workload, the sizes and where the problem can run."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import resource
@@ -92,6 +93,75 @@ def test_a_host_too_small_for_the_expert_bank_is_the_environments_shortfall_said
     assert "21.0 GiB" in message and "8.0 GiB" in message and "--device cuda" in message
     assert "RUNTIME_ERROR" not in proc.stderr and "Traceback" not in proc.stderr
     assert took < 120  # said before 21 GiB of experts were drawn in either process
+
+
+def _child_memory_cgroup(name: str, limit: int) -> Path | None:
+    """A new memory cgroup of `limit` bytes under this process's own (v1 or v2), or None where this host
+    does not let the test make one (no write access, no memory controller there)."""
+    root = Path("/sys/fs/cgroup")
+    lines = Path("/proc/self/cgroup").read_text().splitlines()
+    v1 = [ln.split(":", 2)[2] for ln in lines if "memory" in ln.split(":", 2)[1].split(",")]
+    v2 = [ln.split(":", 2)[2] for ln in lines if ln.startswith("0::")]
+    if v1 and (root / "memory").is_dir():
+        mount, limit_file = root / "memory", "memory.limit_in_bytes"
+        path = v1[0]
+    elif v2 and (root / "cgroup.controllers").exists():
+        mount, limit_file = root, "memory.max"
+        path = v2[0]
+    else:
+        return None
+    own = mount / path.lstrip("/")
+    child = (own if own.is_dir() else mount) / name
+    try:
+        child.mkdir()
+        (child / limit_file).write_text(str(limit))
+    except OSError:
+        with contextlib.suppress(OSError):
+            child.rmdir()
+        return None
+    return child
+
+
+@pytest.mark.slow
+def test_a_container_smaller_than_the_host_is_what_the_check_measures(tmp_path: Path) -> None:
+    """Inside a memory cgroup of 8 GiB (a container's `--memory 8g`) /proc/meminfo still shows the whole
+    machine; the check reads the cgroup's limit (hostmem.py) and says so, instead of letting the cgroup's
+    OOM killer end the draw as if the kernel or the operator had failed."""
+    group = _child_memory_cgroup(f"aka_test_{os.getpid()}", 8 * GIB)
+    if group is None:
+        pytest.skip("this host does not let the test make a memory cgroup")
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    source = json.loads((BANK / "definition.json").read_text())["reference"]
+    (kernel / "kernel.py").write_text(source + "\n\nDESTINATION_PASSING_STYLE = False\n")
+
+    def join() -> None:
+        (group / "cgroup.procs").write_text("0")
+
+    argv = [sys.executable, "-m", "aka_graph", "evaluate", str(BANK), str(kernel), "--device", "cpu"]
+    argv.append("--json")
+    try:
+        proc = subprocess.run(
+            argv,
+            cwd=REPO_ROOT,
+            capture_output=True,
+            text=True,
+            timeout=300,
+            env={**os.environ, "TMPDIR": str(tmp_path)},
+            preexec_fn=join,
+        )
+    finally:
+        for _ in range(50):
+            try:
+                group.rmdir()
+                break
+            except OSError:
+                time.sleep(0.1)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    result = json.loads(proc.stdout)
+    assert result["status"] == "INFRA_ERROR", result["message"][:2000]
+    assert "memory cgroup's limit of 8.0 GiB" in result["message"], result["message"]
+    assert "workload bank-16 cannot be evaluated on this host's CPU" in result["message"]
 
 
 def _raised(fn) -> BaseException:  # type: ignore[no-untyped-def]
