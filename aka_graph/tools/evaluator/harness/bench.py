@@ -23,11 +23,12 @@ from typing import Any
 
 import torch
 
+from .fingerprint import InputSnapshot
 from .guards import between_steps_violations, dispatch_due, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
 from .layout import clone_like, clone_values, value_bytes, writable
 from .memory import SMALL_BYTES, collect_here, output_bytes, plan_memory, release, spare_bytes
-from .rng import heal_after_failed_capture
+from .rng import heal_after_failed_capture, seed_host_generators
 from .runner import KernelRunner
 from .spans import span
 from .timing import (
@@ -224,12 +225,17 @@ class Bench:
         l2_bytes: int,
         regenerate: Callable[[], list[Any]] | None = None,
         mutated: list[int] | None = None,
+        compared: list[int] | None = None,
     ) -> None:
         """`regenerate`: draws `first` again (from its seed), so a parked bench keeps nothing at all.
-        `mutated`: the inputs the operator updates in place (results too, for `no_work`)."""
+        `mutated`: the inputs the operator updates in place (results too, for `no_work`).
+        `compared`: those of them it does not return, kept after each timed or burst call beside its
+        outputs, as the parent compares them (a KV-cache write skipped only while timed went unseen:
+        red team round 23, c03)."""
         self.runner, self.device, self.l2_bytes = runner, device, l2_bytes
         self.regenerate = regenerate
         self.mutated = [int(i) for i in mutated or []]
+        self.compared = [int(i) for i in compared or []]
         self.nbytes = value_bytes(first) + output_bytes(runner.out_specs)
         self.violations: list[str] = []
         self.parked: list[Any] | None = None
@@ -365,11 +371,15 @@ class Bench:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]
 
-    def use_pool(self, pool: list[list[Any]]) -> None:
+    def use_pool(self, pool: list[list[Any]], rng_seed: Callable[[int], int] | None = None) -> None:
         """Fresh input sets for the eagerly timed calls (issue 13, class 1): call i gets pool[i % len],
         values the kernel has never seen and cannot derive from those it has; the outputs of every timed
-        call are kept so the parent can verify any of them after the fact (`kept`)."""
+        call are kept so the parent can verify any of them after the fact (`kept`).
+        `rng_seed(j)`: a random operator's host generators are seeded with it before each call on set j,
+        as the parent's reference on that set is (unseeded, its timed calls went unchecked, and a kernel
+        skipped them all: red team round 23, c02)."""
         self.pool, self.kept, self.poisons = pool, {}, []
+        self.pool_rng = rng_seed
 
     def _poison_from_pool(self, k: int, i: int) -> None:
         """Random finite garbage into copy k's outputs, copied from two sets drawn once (drawing random
@@ -382,7 +392,7 @@ class Bench:
         for t, p in zip(outs, self.poisons[i % 2], strict=True):
             t.copy_(p)
 
-    def _look_for_modes(self, everything: bool = True, sampled: bool = False) -> None:
+    def _look_for_modes(self, everything: bool = True, sampled: bool = False, collect: bool = True) -> None:
         """Between timed calls (untimed), before the harness touches the buffers: a torch mode the candidate
         left active during a call and exits before the round's last check, a gc callback, a kernel
         registered for the aten ops the harness is about to run (guards.Sentinel.between_steps) would
@@ -390,8 +400,10 @@ class Bench:
         First the youngest garbage is collected (the worker's collector is off, worker.py): the cycles a
         call left are freed call by call, and their finalizers run here, before this step writes the
         next inputs, never between that write and the call.
-        `sampled`: a timing loop's step, whose dispatch-table comparison is drawn (guards.dispatch_due)."""
-        collect_here()
+        `sampled`: a timing loop's step, whose dispatch-table comparison is drawn (guards.dispatch_due).
+        `collect=False`: the caller collects itself, later (keep: after the outputs are kept)."""
+        if collect:
+            collect_here()
         dispatch = dispatch_due(first=not self._sampled_steps) if sampled else True
         self._sampled_steps += sampled
         for found in between_steps_violations(dispatch) if everything else modes_violation():
@@ -410,14 +422,29 @@ class Bench:
                 self.violations.append(found)
 
     def _snapshot(self, k: int) -> list[Any]:
-        """What copy k's last call left in its outputs (a tensor cloned, a plain number as it is)."""
+        """What copy k's last call left in its outputs (a tensor cloned, a plain number as it is), then in
+        the inputs it updates in place that the parent compares (`compared`)."""
         self._unplant(k)
         outs = self.outs[k] if self.runner.dps else self.produced.get(k) or []
-        return [_kept_copy(o) for o in outs]
+        updated = [self.copies[k][i] for i in self.compared if i < len(self.copies[k])]
+        return [_kept_copy(o) for o in [*outs, *updated]]
 
     def keep(self, i: int) -> None:
-        self._look_for_modes(sampled=True)
-        self.kept[i] = self._snapshot(i % len(self.copies))
+        """Timed call i's outputs kept for the parent's spot checks, then its garbage collected: a
+        finalizer the call left in a cycle runs only after its outputs are copied (collected first, a
+        generator's `finally` finished half of the call's work in the untimed step and was kept as done:
+        red team round 23, c06)."""
+        self._look_for_modes(sampled=True, collect=False)
+        k = i % len(self.copies)
+        before = getattr(self, "_inputs_before", None)
+        if before is not None and before[0] == i:  # the inputs call i got: unchanged but where the
+            # operator updates them (an input used as scratch in timed calls only: red team 23, c04)
+            for j in before[1].changed(self.copies[k]):
+                found = f"input {j} was modified by the kernel during timed call {i}"
+                if j not in self.mutated and found not in self.violations:
+                    self.violations.append(found)
+        self.kept[i] = self._snapshot(k)
+        collect_here()
 
     def _write_set(self, k: int, values: list[Any], i: int) -> None:
         """A fresh input set into copy k (tensors through their buffers, Python scalars as they are), then
@@ -441,6 +468,9 @@ class Bench:
         self._unplant(k)
         if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
             self._write_set(k, self.pool[i % len(self.pool)], i)
+            self._inputs_before = (i, InputSnapshot(self.copies[k], exact=False))  # checked at keep(i)
+            if getattr(self, "pool_rng", None) is not None:
+                seed_host_generators(self.pool_rng(i % len(self.pool)))
             return
         if self.flip:  # no pristine copy (memory): exact sign flips in place
             for t in self.copies[k]:

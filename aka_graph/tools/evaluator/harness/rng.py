@@ -76,6 +76,17 @@ def all_seeded(seed: int, device: torch.device) -> Iterator[None]:
             numpy.random.set_state(np_state)
 
 
+def seed_host_generators(seed: int) -> None:
+    """Python's, numpy's (when loaded) and torch's CPU generator seeded as `all_seeded` seeds them, left so
+    for the next call: a host-timed call of a random operator draws what the reference draws on the same
+    seed, so the parent can check it after the fact (spotcheck.py). The untimed step before the call."""
+    random.seed(seed)
+    numpy = sys.modules.get("numpy")
+    if numpy is not None:
+        numpy.random.seed(seed % (1 << 32))
+    torch.random.default_generator.manual_seed(seed)
+
+
 def heal_after_failed_capture(device: torch.device) -> None:
     """A capture that raised may leave the default CUDA generator in capture mode: give it a fresh
     state (same seed) so later random draws outside any capture work."""

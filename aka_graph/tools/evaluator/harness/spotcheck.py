@@ -42,8 +42,9 @@ def verify_timed_calls(
     """None when the chosen timed calls computed the right outputs, else the finding: REWARD_HACK, or
     INCORRECT where an untimed call on the same inputs is wrong too (`labelled`)."""
     size = int(reply.get("pool_size") or 0)
-    if reply.get("method") == "cuda_graph" or session.contract.get("stochastic"):
-        # (a stochastic reference: an unseeded timed call's random draws cannot match it)
+    if reply.get("method") == "cuda_graph" or (session.contract.get("stochastic") and _on_gpu(session)):
+        # (a stochastic reference on a GPU: an unseeded timed call's random draws cannot match it; on a
+        # host the worker seeds each timed call as the reference is seeded here, Bench.use_pool)
         return None  # graph replays: re-validation replays the very graph on fresh inputs
     sent = ks.generation_sent.get(idx)  # what the round's request allowed (memory.generator_sets)
     short = pool_shortfall(session, idx, size, sent) if pool_seed is not None else None
@@ -107,6 +108,20 @@ def labelled(
     return "INCORRECT", f"{wrong}, and so is an untimed call on the same inputs ({untimed})"
 
 
+def _on_gpu(session: Any) -> bool:
+    return bool(session.device.type == "cuda")
+
+
+def reference_results(session: Any, idx: int, inputs: list[Any], seed: int) -> list[Any]:
+    """The reference's results on `inputs` (drawn from `seed`) as the worker answers a call: its outputs,
+    then the inputs it updates in place without returning them (the contract's `compared`), which are
+    judged like outputs. A random reference draws with its generators seeded by `seed`, as the worker's
+    call on that set was (a correctness call, or a host-timed one: Bench.use_pool)."""
+    rng_seed = seed if session.contract.get("stochastic") else None
+    want, _ = session.reference.outputs(idx, inputs, rng_seed=rng_seed)
+    return [*want, *(inputs[j] for j in session.contract["compared"])]
+
+
 def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float) -> str | None:
     """Why the kernel's untimed call (the correctness path: the worker draws the inputs from the seed) on
     fresh inputs (seed, scale) is wrong; None when it is right or could not be judged (no answer, a
@@ -117,7 +132,7 @@ def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float)
     inputs = session.reference.inputs(idx, seed, scale)
     if reply["digests"][0] != digest(inputs):
         return None
-    want, _ = session.reference.outputs(idx, inputs)
+    want = reference_results(session, idx, inputs, seed)
     del inputs
     probe = type(ks.verdicts[idx])()
     again = partial(session.reference.inputs, idx, seed, scale)
@@ -159,7 +174,7 @@ def _first_wrong(
             return i, f"its outputs could not be read back: {answer['error']['message'][:300]}", call_seed
         got = answer["outputs"][n]
         inputs = session.reference.inputs(idx, call_seed, 1.0)
-        want, _ = session.reference.outputs(idx, inputs)
+        want = reference_results(session, idx, inputs, call_seed)
         del inputs  # one call's inputs alive at a time (memory.py); `want` may still hold some
         if not got:
             return i, "no outputs kept", call_seed

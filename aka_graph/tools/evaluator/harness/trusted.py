@@ -195,8 +195,9 @@ def contract_note(contract: dict[str, Any], op: Operator) -> dict[str, Any]:
     notes = []
     if contract.get("stochastic"):
         notes.append(
-            "the reference draws random numbers: outputs are compared on correctness calls seeded alike "
-            "(torch's generators); timed calls, which cannot be seeded, are not compared"
+            "the reference draws random numbers: outputs are compared on calls seeded alike (torch's "
+            "generators): correctness calls, and on a host the timed calls; a GPU's timed calls (graph "
+            "replays, bursts) cannot be seeded and are not compared"
         )
     if contract.get("layout_varies"):
         notes.append(

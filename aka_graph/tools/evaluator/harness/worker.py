@@ -209,6 +209,8 @@ class Worker:
             return {"error": {"status": getattr(exc, "status", "COMPILE_ERROR"), "message": str(exc)[-4000:]}}
         if self.op.kind == "native":
             self.dps = False
+        if self.device.type == "cpu" and torch.get_num_threads() != 1:
+            torch.set_num_threads(1)  # a kernel's import-time choice: timed on one thread, as the reference
         return {"violations": _CHECK(self.sentinel), "dps": self.dps}
 
     def runner(self, idx: int) -> KernelRunner:
@@ -410,6 +412,7 @@ class Worker:
             int(msg.get("l2_bytes", 0)),
             regenerate=lambda: self.factory.make(wl, seed, 1.0),
             mutated=self.contract["mutated"],  # an empty result needs no kernel (judge_capture)
+            compared=self.contract["compared"],  # kept with each timed call's outputs (spotcheck.py)
         )
 
     def _fresh_inputs(self, idx: int, bench: Bench, msg: dict[str, Any]) -> int:
@@ -484,7 +487,12 @@ class Worker:
             bench.use_pool([])  # of an earlier round's sets (the parent derives none now)
             return
         # drawn when a timed call needs it (untimed), one set alive at a time (issue 9, class 2)
-        bench.use_pool(FreshSets(sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0)))
+        # a random operator's host-timed calls are seeded like the parent's reference on their set
+        stochastic = self.contract.get("stochastic") and self.device.type == "cpu"
+        bench.use_pool(
+            FreshSets(sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0)),
+            rng_seed=(lambda j: timed_seed(pool_seed, j)) if stochastic else None,
+        )
 
     def _fresh_graph_copies(self, idx: int, bench: Bench, pool_seed: int) -> int:
         """Fresh values into every rotated copy of a captured graph before it is timed (issue 13, class 1):
@@ -611,6 +619,18 @@ def collect_between_requests(served: int) -> int:
     return generation
 
 
+def start_intra_op_pool() -> None:
+    """torch's intra-op threads for every core this process may use, started now, then one thread used.
+    The parent counts the worker's OS threads before the kernel loads and calls any thread started later
+    work beside the timed call; a kernel's honest `torch.set_num_threads(2)` started a pool thread at its
+    first large op and was judged REWARD_HACK (red team round 23, h05). Started here, the pool is part of
+    the count; a thread pool of the kernel's own (a Python thread, torch's inter-op pool) still is not."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    torch.set_num_threads(max(1, cores))
+    torch.ones(1 << 20).sum()  # past ATen's grain size: the pool's threads are made
+    torch.set_num_threads(1)
+
+
 def worker_main(
     op_dir: str, kernel_dir: str, device: str, rfd: int, wfd: int, bulk_fd: int | None = None
 ) -> int:
@@ -626,7 +646,7 @@ def worker_main(
         os.environ.setdefault("TRITON_INTERPRET", "1")
         # one thread: host timing of multi-threaded CPU ops swings with thread wake-ups on a busy host,
         # which the parent's burst check (plausibility.py) would misread as a faked report
-        torch.set_num_threads(1)
+        start_intra_op_pool()
     dev = torch.device(device)
     try:
         worker = Worker(Path(op_dir), Path(kernel_dir), dev)
