@@ -92,6 +92,15 @@ def _replicate(first: list[Any], n: int) -> list[list[Any]]:
     ]
 
 
+def _same_layout(buffers: list[Any], values: list[Any]) -> bool:
+    """Whether `values` fit `buffers` tensor for tensor (shape and dtype), so they can be written in."""
+    return len(buffers) == len(values) and all(
+        not isinstance(b, torch.Tensor)
+        or (isinstance(v, torch.Tensor) and v.shape == b.shape and v.dtype == b.dtype)
+        for b, v in zip(buffers, values, strict=True)
+    )
+
+
 class FreshSets:
     """Fresh timed input sets (issue 13, class 1) drawn when a timed call needs one (untimed), so only
     one is alive at a time (issue 9, class 2: a pool of them held up to 1 GiB, or W x 30)."""
@@ -448,7 +457,16 @@ class Bench:
 
     def _write_set(self, k: int, values: list[Any], i: int) -> None:
         """A fresh input set into copy k (tensors through their buffers, Python scalars as they are), then
-        garbage into its outputs: the untimed step before an eager call on fresh inputs."""
+        garbage into its outputs: the untimed step before an eager call on fresh inputs. A set whose
+        shapes differ from the buffers' (a generator whose shapes follow its seed: ragged rows) takes
+        their place on the host instead, so such an operator's timed calls run on fresh inputs the
+        parent can draw again and check (red team round 23, c01: none were, and a kernel skipped every
+        call on buffers it had seen before). A graph's buffers are fixed: never there."""
+        if self.graph is None and not _same_layout(self.copies[k], values):
+            self._unplant(k)
+            self.copies[k] = list(values)
+            self._poison_from_pool(k, i)
+            return
         self.write_inputs(k, values)
         for j, v in enumerate(values):
             if not isinstance(v, torch.Tensor):  # a Python scalar input is passed as it is
@@ -479,6 +497,8 @@ class Bench:
             for t in self.outs[k] or []:
                 random_poison_(t)
             return
+        if not _same_layout(self.pristine[k], self.copies[k]):  # a fresh set of its own shapes sat here
+            self.copies[k] = clone_values(self.pristine[k])  # (_write_set): the bench's buffers again
         factor, roll = self._unseen_variant(k, i, salt)
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():

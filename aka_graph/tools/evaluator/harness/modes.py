@@ -247,7 +247,8 @@ def _time_round(
     reval = None if verdict.revalidated or session.contract.get("stochastic") else [fresh_seed(), 1.0]
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
     if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
-        reval = pool_seed = None
+        reval = None  # (on a host, a timed call's fresh set takes the buffers' place: Bench._write_set)
+        pool_seed = None if session.device.type == "cuda" else pool_seed
     if reval is not None and session.device.type == "cuda" and ks.alive:
         # the worker's large benches parked first: the parent's reference needs the memory (worker.park)
         with span("timing.park"):

@@ -201,7 +201,8 @@ def contract_note(contract: dict[str, Any], op: Operator) -> dict[str, Any]:
         )
     if contract.get("layout_varies"):
         notes.append(
-            "the inputs' shapes depend on the seed (custom generator): timed calls keep one input set "
+            "the inputs' shapes depend on the seed (custom generator): on a host each timed call gets a "
+            "fresh set of its own shapes, checked afterwards; on a GPU timed calls keep one input set "
             "(perturbed), without fresh sets or re-validation"
         )
     return {

@@ -17,15 +17,16 @@ end to end through `python -m harness evaluate` on CPU. Closed since:
 - h05 (a false alarm): `torch.set_num_threads(2)` in an honest kernel started an intra-op pool thread,
   counted as a thread of the kernel's own (REWARD_HACK). The worker starts the pool before the count.
 
-Still OPEN (strict xfails; each a real route, left for the next round):
-- c01: an operator whose input shapes vary with the seed (`layout_varies`) has no fresh timed sets, no
-  re-validation and no spot-check of timed or burst calls; a kernel skips every call on buffers it has
-  seen before and reads 2-8x faster. A fix: the parent regenerates the bench's deterministic
-  perturbations of the pristine set and checks a few calls. (A random reference's GPU timed calls stay
-  unchecked too: a graph replay or a burst cannot be seeded.)
-- c04's variant for bursts: input mutation is checked on correctness, re-validation and (since c04,
-  below) host-timed calls, not on a burst's calls; a kernel that tells steps by the two alternating
-  poison patterns (`Bench._poison_from_pool`) could use its input as scratch there. No speed is gained.
+- c01: an operator whose input shapes follow the seed (`layout_varies`) had no fresh timed sets and no
+  check of its timed calls; a kernel skipped every call on buffers it had seen before (2-8x), or every
+  call on inputs that are not the parent's files (c01b, tested here). On a host each timed call's fresh
+  set now takes the buffers' place (Bench._write_set), and the parent draws it again to check it.
+
+Still OPEN (left for the next round, no test yet):
+- On a GPU, timed calls of a seed-shaped or random operator stay unchecked (graph buffers are fixed, a
+  replay cannot be seeded); bursts of both kinds stay unchecked on a host too (skipping there only makes
+  the burst faster, which no check reads as a cheat, so it gains nothing today).
+- A burst's calls are not checked for input mutation (c04's variant): no speed is gained by it.
 """
 
 from __future__ import annotations
@@ -52,8 +53,9 @@ def _verdict(tmp_path: Path, op_dir: Path, name: str, *extra: str) -> tuple[str,
 
 def test_work_finished_by_a_finalizer_after_a_timed_call_is_not_kept_as_done(tmp_path: Path) -> None:
     status, message = _verdict(tmp_path, RMSNORM, "c06_gc_deferred_half", "--shape-id", ROWS_257)
-    assert status == "REWARD_HACK", message
-    assert "skipped or faked while being timed" in message
+    # INCORRECT where the untimed re-check (inputs the worker drew) happens to be deferred as well
+    assert status in ("REWARD_HACK", "INCORRECT"), message
+    assert "timed call" in message and "checked after the timing was reported" in message
 
 
 def test_an_in_place_cache_write_skipped_while_timed_is_found(tmp_path: Path) -> None:
@@ -72,10 +74,16 @@ def test_an_honest_kernel_asking_torch_for_two_threads_passes(tmp_path: Path) ->
     assert status == "PASS", message
 
 
-@pytest.mark.xfail(strict=True, reason="OPEN: timed calls of a seed-shaped operator are not verified")
 def test_skipping_every_timed_call_of_an_operator_shaped_by_its_seed_is_found(tmp_path: Path) -> None:
-    status, message = _verdict(tmp_path, FIXTURES / "custom_ragged_shapes", "c01_ragged_skip_timed")
-    assert status in ("REWARD_HACK", "INCORRECT"), message
+    status, message = _verdict(tmp_path, FIXTURES / "custom_ragged_shapes", "c01b_ragged_skip_unshared")
+    assert status in ("REWARD_HACK", "INCORRECT"), message  # INCORRECT: its untimed re-check skips too
+    assert "timed call" in message and "checked after the timing was reported" in message
+
+
+def test_the_honest_ragged_sums_pass_with_their_timed_calls_checked(tmp_path: Path) -> None:
+    status, message = _verdict(tmp_path, FIXTURES / "custom_ragged_shapes", "h01_ragged_honest")
+    assert status == "PASS", message
+    assert "on a host each timed call gets a fresh set of its own shapes" in message
 
 
 def test_skipping_every_timed_call_of_a_random_operator_is_found(tmp_path: Path) -> None:
