@@ -137,5 +137,6 @@ def test_a_campaign_whose_history_leaks_fails_where_the_leak_happens(tmp_path: P
     assert not (root / "submission.json").exists()
     report = (root / "report" / "report.md").read_text()
     assert "privacy check failed" in report.lower()
-    assert "389" not in report and not any(i in report for i in PRIVATE_IDS)  # the reason leaks nothing
+    # the reason leaks nothing: 389 as a number of its own (a commit hash such as 37eb33896e is no leak)
+    assert not re.search(r"(?<![\w.])389(?![\w]|\.\d)", report) and not any(i in report for i in PRIVATE_IDS)
     assert [r.version for r in read_version_records(root)] == [0]  # stopped at the leaking commit

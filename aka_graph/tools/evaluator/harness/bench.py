@@ -284,6 +284,10 @@ class Bench:
         self.pristine: list[list[Any]] = []
         self.flip = False  # no pristine copy fits: perturb by in-place sign flips
         self._variants_used: set[int] = set()  # variants of the pristine inputs given out (_unseen_variant)
+        self._replaced: set[int] = set()  # copies a fresh set of other shapes replaced (_write_set)
+        self.pool: list[list[Any]] = []  # fresh input sets of the eagerly timed calls (use_pool)
+        self.pool_rng: Callable[[int], int] | None = None
+        self.pool_own_shapes = False
         self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
         self.host_clock = time.process_time_ns  # host timing's clock (the trusted parent: its thread's)
         if not on_gpu:
@@ -380,15 +384,18 @@ class Bench:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]
 
-    def use_pool(self, pool: list[list[Any]], rng_seed: Callable[[int], int] | None = None) -> None:
+    def use_pool(
+        self, pool: list[list[Any]], rng_seed: Callable[[int], int] | None = None, own_shapes: bool = False
+    ) -> None:
         """Fresh input sets for the eagerly timed calls (issue 13, class 1): call i gets pool[i % len],
         values the kernel has never seen and cannot derive from those it has; the outputs of every timed
         call are kept so the parent can verify any of them after the fact (`kept`).
         `rng_seed(j)`: a random operator's host generators are seeded with it before each call on set j,
         as the parent's reference on that set is (unseeded, its timed calls went unchecked, and a kernel
-        skipped them all: red team round 23, c02)."""
+        skipped them all: red team round 23, c02). `own_shapes`: the operator's shapes follow the seed,
+        so a set may take the buffers' place (_write_set)."""
         self.pool, self.kept, self.poisons = pool, {}, []
-        self.pool_rng = rng_seed
+        self.pool_rng, self.pool_own_shapes = rng_seed, own_shapes
 
     def _poison_from_pool(self, k: int, i: int) -> None:
         """Random finite garbage into copy k's outputs, copied from two sets drawn once (drawing random
@@ -462,9 +469,10 @@ class Bench:
         their place on the host instead, so such an operator's timed calls run on fresh inputs the
         parent can draw again and check (red team round 23, c01: none were, and a kernel skipped every
         call on buffers it had seen before). A graph's buffers are fixed: never there."""
-        if self.graph is None and not _same_layout(self.copies[k], values):
+        if self.pool_own_shapes and self.graph is None and not _same_layout(self.copies[k], values):
             self._unplant(k)
             self.copies[k] = list(values)
+            self._replaced.add(k)
             self._poison_from_pool(k, i)
             return
         self.write_inputs(k, values)
@@ -484,10 +492,10 @@ class Bench:
         self._look_for_modes(everything=fresh_sets, sampled=True)
         k = i % len(self.copies)
         self._unplant(k)
-        if fresh_sets and getattr(self, "pool", None):  # fresh inputs from the parent's seed (worker side)
+        if fresh_sets and self.pool:  # fresh inputs from the parent's seed (worker side)
             self._write_set(k, self.pool[i % len(self.pool)], i)
             self._inputs_before = (i, InputSnapshot(self.copies[k], exact=False))  # checked at keep(i)
-            if getattr(self, "pool_rng", None) is not None:
+            if self.pool_rng is not None:
                 seed_host_generators(self.pool_rng(i % len(self.pool)))
             return
         if self.flip:  # no pristine copy (memory): exact sign flips in place
@@ -497,8 +505,9 @@ class Bench:
             for t in self.outs[k] or []:
                 random_poison_(t)
             return
-        if not _same_layout(self.pristine[k], self.copies[k]):  # a fresh set of its own shapes sat here
-            self.copies[k] = clone_values(self.pristine[k])  # (_write_set): the bench's buffers again
+        if k in self._replaced:  # a fresh set of its own shapes sat here (_write_set): the bench's
+            self.copies[k] = clone_values(self.pristine[k])  # buffers again
+            self._replaced.discard(k)
         factor, roll = self._unseen_variant(k, i, salt)
         for t, p in zip(self.copies[k], self.pristine[k], strict=True):
             if isinstance(t, torch.Tensor) and t.dtype.is_floating_point and t.numel():

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -102,12 +103,14 @@ def wait_until(condition: Callable[[], bool], timeout_s: float) -> bool:
 
 def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[str] | None,
                 seeds: int = 3, timeout_s: float = 240, no_survivors: bool = False,
-                extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None) -> dict[str, Any]:
+                extra_args: tuple[str, ...] = (), env: dict[str, str] | None = None,
+                data_limit: int | None = None) -> dict[str, Any]:
     """Evaluate one kernel in a fresh job directory; return the parsed, schema-checked result.json.
 
     With `no_survivors`, no process of the job may be left once the harness has exited (whatever the
     candidate started must not outlive the evaluation and rewrite its verdict), and the file must read
-    the same afterwards."""
+    the same afterwards. `data_limit`: a hard RLIMIT_DATA for the harness (the worker's limit stays under
+    it: isolate.memory_limit_bytes), for a candidate that fills memory until its limit."""
     job = tmp_path / "job"
     shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copytree(op_dir, job / "op")
@@ -120,7 +123,12 @@ def run_harness(tmp_path: Path, op_dir: Path, kernel_dir: Path, shape_ids: list[
     argv += list(extra_args)
     env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(job), "TMPDIR": str(job / "tmp"),
            "PYTHONPATH": ".", "TRITON_INTERPRET": "1", **(env or {})}
-    proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s)
+    def limited() -> None:
+        if data_limit is not None:
+            resource.setrlimit(resource.RLIMIT_DATA, (data_limit, data_limit))
+
+    proc = subprocess.run(argv, cwd=job, env=env, capture_output=True, text=True, timeout=timeout_s,
+                          preexec_fn=limited)
     out = job / "result.json"
     assert out.is_file(), (f"harness wrote no result.json (exit {proc.returncode})\n"
                            f"stdout:\n{proc.stdout[-3000:]}\nstderr:\n{proc.stderr[-3000:]}")
