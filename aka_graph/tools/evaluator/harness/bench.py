@@ -251,6 +251,10 @@ class Bench:
         self.burst_sets: list[list[Any]] = []  # the next bursts' fresh inputs (stage_burst)
         self.burst_kept: dict[int, list[Any]] = {}  # the last burst's outputs, call by call
         self._sampled_steps = 0  # per-sample steps of this timing loop so far (_look_for_modes)
+        # the round's fresh timed sets (use_pool): set before measure() unparks the bench, so not in _setup
+        self.pool: list[list[Any]] = []
+        self.pool_rng: Callable[[int], int] | None = None
+        self.pool_own_shapes = False
         self.used = next(_CLOCK)
         _LIVE[:] = [r for r in _LIVE if r() is not None]
         _LIVE.append(weakref.ref(self))
@@ -285,9 +289,7 @@ class Bench:
         self.flip = False  # no pristine copy fits: perturb by in-place sign flips
         self._variants_used: set[int] = set()  # variants of the pristine inputs given out (_unseen_variant)
         self._replaced: set[int] = set()  # copies a fresh set of other shapes replaced (_write_set)
-        self.pool: list[list[Any]] = []  # fresh input sets of the eagerly timed calls (use_pool)
-        self.pool_rng: Callable[[int], int] | None = None
-        self.pool_own_shapes = False
+        self._inputs_before: tuple[int, InputSnapshot] | None = None  # timed call i's inputs (keep)
         self.calls_per_sample = 1  # calls in one timed sample (one graph replay, or one call)
         self.host_clock = time.process_time_ns  # host timing's clock (the trusted parent: its thread's)
         if not on_gpu:
@@ -452,7 +454,7 @@ class Bench:
         red team round 23, c06)."""
         self._look_for_modes(sampled=True, collect=False)
         k = i % len(self.copies)
-        before = getattr(self, "_inputs_before", None)
+        before = self._inputs_before
         if before is not None and before[0] == i:  # the inputs call i got: unchanged but where the
             # operator updates them (an input used as scratch in timed calls only: red team 23, c04)
             for j in before[1].changed(self.copies[k]):

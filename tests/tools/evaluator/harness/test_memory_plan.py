@@ -274,6 +274,26 @@ def test_a_parked_bench_is_regenerated_from_its_seed_and_keeps_nothing(
     assert first.pristine and torch.equal(first.pristine[0][0], expected)
 
 
+def test_a_parked_bench_times_on_the_fresh_sets_it_was_given_before_it_was_rebuilt() -> None:
+    """The worker hands a round's fresh timed sets to a bench that may be parked (a large workload's,
+    parked for the parent's re-validation); rebuilding it for the timing must keep them, or every timed
+    call runs on seen inputs and none is kept for the parent's check (a false REWARD_HACK)."""
+    seen: list[torch.Tensor] = []
+
+    def draw(seed: int) -> list[torch.Tensor]:
+        return [torch.randn(64, 50, generator=torch.Generator().manual_seed(seed)), torch.arange(3)]
+
+    bench = Bench(_recording_runner(seen), draw(1), torch.device("cpu"), 0, regenerate=lambda: draw(1))
+    bench.park()
+    sets = [draw(100 + j) for j in range(3)]
+    bench.use_pool(sets)
+    seen.clear()
+    timing = bench.measure()  # rebuilt first (_ensure), then timed on the sets
+    assert bench.parked is None and sorted(bench.kept) == list(range(len(timing.samples_us)))
+    fresh = [s[0] for s in sets]
+    assert any(torch.equal(x, f) for x in seen for f in fresh)
+
+
 def test_a_bench_whose_graph_holds_large_temporaries_is_parked_though_its_inputs_are_small() -> None:
     """Round 18 on the H200: an attention backward's inputs are a few hundred MB, its captured calls'
     temporaries (the graph's private pool) GiBs; the worker kept every earlier workload's graph and ran

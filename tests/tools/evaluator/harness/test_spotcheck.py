@@ -21,7 +21,7 @@ from aka_graph.tools.evaluator.harness.layout import value_bytes
 from aka_graph.tools.evaluator.harness.memory import TIMED_SETS, fresh_sets
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from aka_graph.tools.evaluator.harness.session import Session, Settings
-from aka_graph.tools.evaluator.harness.spotcheck import HELD_BYTES, pool_shortfall
+from aka_graph.tools.evaluator.harness.spotcheck import HELD_BYTES, burst_draws, pool_shortfall
 from tests.conftest import REPO_ROOT
 
 
@@ -77,3 +77,20 @@ def test_a_set_is_limited_by_its_outputs_as_well() -> None:
     assert fresh_sets(inputs + outputs, 100 << 30, "cuda") == 29
     assert fresh_sets(inputs, 100 << 30, "cuda") == TIMED_SETS["cuda"] == 30
     assert pool_shortfall(_session(inputs + outputs, "cuda"), 0, 29) is None
+
+
+@pytest.mark.parametrize(
+    ("nbytes", "reps", "draws"),
+    [
+        (64 << 10, 200, 12),  # a small call: a dozen checks cost milliseconds
+        (HELD_BYTES, 200, 12),
+        (HELD_BYTES + 1, 200, 5),  # a large one: five
+        (64 << 10, 7, 7),  # never more than the burst made
+        (None, 200, 5),  # size unknown: five
+    ],
+)
+def test_a_burst_of_small_calls_is_checked_a_dozen_times(nbytes: int | None, reps: int, draws: int) -> None:
+    """A kernel telling burst calls by their rhythm skips only some of them on a loaded host: where a
+    check is cheap, enough are drawn that skipping a third escapes less than 1 % of the time."""
+    session = SimpleNamespace(set_bytes={} if nbytes is None else {0: nbytes}, device=torch.device("cpu"))
+    assert burst_draws(session, 0, reps) == draws
