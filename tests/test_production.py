@@ -44,12 +44,22 @@ def run_campaign(tmp_path: Path, replay: Path, *extra: str) -> subprocess.Comple
     return subprocess.run(argv, capture_output=True, text=True, timeout=1200, cwd=tmp_path)
 
 
-def hits(text: str, home: Path) -> list[str]:
+def mentions(value: int, text: str, prose: bool = True) -> bool:
+    """`value` as a number of its own in `text`: not part of a word, a hash (37eb33896e) or a decimal.
+    In `prose` (the campaign's Markdown report), not a group of a number written with thousands
+    separators either: a latency of 211,583.75 us on a loaded host is no leak of 211. Elsewhere (JSON,
+    code, git objects) 3,211 may be a compact list and counts."""
+    if prose:
+        text = re.sub(r"(?<![\d,])\d{1,3}(?:,\d{3})+(?![\d,])", lambda m: m.group().replace(",", ""), text)
+    return re.search(rf"(?<![\w.]){value}(?![\w]|\.\d)", text) is not None
+
+
+def hits(text: str, home: Path, prose: bool = False) -> list[str]:
     """Each private id (anywhere) and each private shape value (as a number of its own) found in text;
     the directory the campaign runs in is the user's and its name says nothing of the shapes."""
     found = [i for i in PRIVATE_IDS if i in text]
     text = text.replace(str(home), "HOME")
-    found += [str(v) for v in PRIVATE_VALUES if re.search(rf"(?<![\w.]){v}(?![\w]|\.\d)", text)]
+    found += [str(v) for v in PRIVATE_VALUES if mentions(v, text, prose)]
     return found
 
 
@@ -62,7 +72,7 @@ def audit(workspace: Path, home: Path) -> dict[str, list[str]]:
         rel = path.relative_to(workspace)
         if rel.parts[0] == "checkpoints" or ".git" in rel.parts or not path.is_file() or path.is_symlink():
             continue
-        found = hits(path.read_bytes().decode("utf-8", errors="replace"), home)
+        found = hits(path.read_bytes().decode("utf-8", errors="replace"), home, prose=path.suffix == ".md")
         if found:
             leaks[str(rel)] = found
     repo = workspace / CAMPAIGN
@@ -137,6 +147,5 @@ def test_a_campaign_whose_history_leaks_fails_where_the_leak_happens(tmp_path: P
     assert not (root / "submission.json").exists()
     report = (root / "report" / "report.md").read_text()
     assert "privacy check failed" in report.lower()
-    # the reason leaks nothing: 389 as a number of its own (a commit hash such as 37eb33896e is no leak)
-    assert not re.search(r"(?<![\w.])389(?![\w]|\.\d)", report) and not any(i in report for i in PRIVATE_IDS)
+    assert not mentions(389, report) and not any(i in report for i in PRIVATE_IDS)  # the reason leaks nothing
     assert [r.version for r in read_version_records(root)] == [0]  # stopped at the leaking commit

@@ -254,7 +254,6 @@ class Bench:
         # the round's fresh timed sets (use_pool): set before measure() unparks the bench, so not in _setup
         self.pool: list[list[Any]] = []
         self.pool_rng: Callable[[int], int] | None = None
-        self.pool_own_shapes = False
         self.used = next(_CLOCK)
         _LIVE[:] = [r for r in _LIVE if r() is not None]
         _LIVE.append(weakref.ref(self))
@@ -386,18 +385,15 @@ class Bench:
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]
 
-    def use_pool(
-        self, pool: list[list[Any]], rng_seed: Callable[[int], int] | None = None, own_shapes: bool = False
-    ) -> None:
+    def use_pool(self, pool: list[list[Any]], rng_seed: Callable[[int], int] | None = None) -> None:
         """Fresh input sets for the eagerly timed calls (issue 13, class 1): call i gets pool[i % len],
         values the kernel has never seen and cannot derive from those it has; the outputs of every timed
         call are kept so the parent can verify any of them after the fact (`kept`).
         `rng_seed(j)`: a random operator's host generators are seeded with it before each call on set j,
         as the parent's reference on that set is (unseeded, its timed calls went unchecked, and a kernel
-        skipped them all: red team round 23, c02). `own_shapes`: the operator's shapes follow the seed,
-        so a set may take the buffers' place (_write_set)."""
+        skipped them all: red team round 23, c02)."""
         self.pool, self.kept, self.poisons = pool, {}, []
-        self.pool_rng, self.pool_own_shapes = rng_seed, own_shapes
+        self.pool_rng = rng_seed
 
     def _poison_from_pool(self, k: int, i: int) -> None:
         """Random finite garbage into copy k's outputs, copied from two sets drawn once (drawing random
@@ -405,7 +401,8 @@ class Bench:
         outs = self.outs[k] or []
         if not outs:
             return
-        if not getattr(self, "poisons", None):
+        if not getattr(self, "poisons", None) or not _same_layout(outs, self.poisons[0]):
+            # (drawn again where the outputs' shapes changed: an out= resized by a seed-shaped call)
             self.poisons = [[random_poison_(t.clone()) for t in outs] for _ in range(2)]
         for t, p in zip(outs, self.poisons[i % 2], strict=True):
             t.copy_(p)
@@ -464,17 +461,29 @@ class Bench:
         self.kept[i] = self._snapshot(k)
         collect_here()
 
+    def fits_another_layout(self, k: int, values: list[Any]) -> bool:
+        """Whether `values` have other shapes than copy k's buffers and may take their place (eagerly:
+        a graph's buffers are fixed)."""
+        return self.graph is None and not _same_layout(self.copies[k], values)
+
+    def take_set(self, k: int, values: list[Any]) -> None:
+        """`values` become copy k's inputs (a set of other shapes than the buffers'); the next pristine
+        perturbation puts the bench's own buffers back (perturb)."""
+        self._unplant(k)
+        self.copies[k] = list(values)
+        self._replaced.add(k)
+
     def _write_set(self, k: int, values: list[Any], i: int) -> None:
         """A fresh input set into copy k (tensors through their buffers, Python scalars as they are), then
         garbage into its outputs: the untimed step before an eager call on fresh inputs. A set whose
         shapes differ from the buffers' (a generator whose shapes follow its seed: ragged rows) takes
         their place on the host instead, so such an operator's timed calls run on fresh inputs the
         parent can draw again and check (red team round 23, c01: none were, and a kernel skipped every
-        call on buffers it had seen before). A graph's buffers are fixed: never there."""
-        if self.pool_own_shapes and self.graph is None and not _same_layout(self.copies[k], values):
-            self._unplant(k)
-            self.copies[k] = list(values)
-            self._replaced.add(k)
+        call on buffers it had seen before). So does a set of other shapes from a generator whose shapes
+        change on rare seeds only, which the contract's probe took for fixed (red team round 24: an honest
+        kernel got RUNTIME_ERROR). A graph's buffers are fixed: never there."""
+        if self.fits_another_layout(k, values):
+            self.take_set(k, values)
             self._poison_from_pool(k, i)
             return
         self.write_inputs(k, values)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import hashlib
 import math
 import statistics
 import time
@@ -191,8 +192,12 @@ def judge_capture(kernel_nodes: int | None, calls: int, no_work: bool = False) -
 def timed_seed(pool_seed: int, j: int) -> int:
     """The seed of fresh timed input set j (issue 13, class 1): both processes derive it from the one
     seed the parent drew from os.urandom for this round, so the parent can regenerate the inputs of any
-    timed call it chooses to verify after the fact; nothing about it follows from inputs already seen."""
-    return (pool_seed * 0x9E3779B1 + (j + 1) * 0x85EBCA77) & 0x7FFFFFFF
+    timed call it chooses to verify after the fact; nothing about it follows from inputs already seen,
+    nor from another set's seed: a hash, not an affine map (red team round 24: a random operator's timed
+    call read its set's seed off torch's generator, which is seeded with it, added the step, and computed
+    the next calls' answers ahead of them). The kernel never sees `pool_seed` itself."""
+    raw = hashlib.blake2b(f"{pool_seed}:{j}".encode(), digest_size=8, person=b"aka-timed-set").digest()
+    return int.from_bytes(raw, "little") & 0x7FFFFFFF
 
 
 HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh inputs)

@@ -24,7 +24,7 @@ from .guards import Sentinel, output_violations, planted_violation, quiet_librar
 from .hostclock import ANSWER, CALL, FAILED, FINISH, NOOP, OK, PREPARE, STEP, read_exact
 from .inputs import InputFactory, host_out_of_memory, output_shapes
 from .isolate import memory_limit_bytes
-from .layout import clone_like, value_bytes, writable
+from .layout import clone_like, clone_values, value_bytes, writable
 from .loading import load_operator
 from .memory import (
     burst_sets_fit,
@@ -493,7 +493,6 @@ class Worker:
         bench.use_pool(
             FreshSets(sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0)),
             rng_seed=(lambda j: timed_seed(pool_seed, j)) if stochastic else None,
-            own_shapes=bool(contract.get("layout_varies")),
         )
 
     def _fresh_graph_copies(self, idx: int, bench: Bench, pool_seed: int) -> int:
@@ -568,7 +567,10 @@ class Worker:
                         bench.copies[c][j] = fresh[j]  # an eager call takes the fresh ones
                 fresh[j] = bench.copies[k][j]
         for c in (k, *extra):
-            bench.write_inputs(c, fresh)  # through each input's compact base (expanded inputs)
+            if bench.fits_another_layout(c, fresh):  # a generator whose shapes change on rare seeds
+                bench.take_set(c, clone_values(fresh))  # (a clone: `fresh` is what mutation is checked by)
+            else:
+                bench.write_inputs(c, fresh)  # through each input's compact base (expanded inputs)
             bench.poison_outputs(c)
         result = bench.replay(k)
         violations = [
