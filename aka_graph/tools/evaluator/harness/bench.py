@@ -254,6 +254,7 @@ class Bench:
         # the round's fresh timed sets (use_pool): set before measure() unparks the bench, so not in _setup
         self.pool: list[list[Any]] = []
         self.pool_rng: Callable[[int], int] | None = None
+        self.poisons: list[list[torch.Tensor]] = []  # two output poisons, drawn once (_poison_from_pool)
         self.used = next(_CLOCK)
         _LIVE[:] = [r for r in _LIVE if r() is not None]
         _LIVE.append(weakref.ref(self))
@@ -401,7 +402,7 @@ class Bench:
         outs = self.outs[k] or []
         if not outs:
             return
-        if not getattr(self, "poisons", None) or not _same_layout(outs, self.poisons[0]):
+        if not self.poisons or not _same_layout(outs, self.poisons[0]):
             # (drawn again where the outputs' shapes changed: an out= resized by a seed-shaped call)
             self.poisons = [[random_poison_(t.clone()) for t in outs] for _ in range(2)]
         for t, p in zip(outs, self.poisons[i % 2], strict=True):

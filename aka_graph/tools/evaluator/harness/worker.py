@@ -488,8 +488,7 @@ class Worker:
             return
         # drawn when a timed call needs it (untimed), one set alive at a time (issue 9, class 2)
         # a random operator's host-timed calls are seeded like the parent's reference on their set
-        contract = getattr(self, "contract", {})
-        stochastic = contract.get("stochastic") and self.device.type == "cpu"
+        stochastic = self.contract.get("stochastic") and self.device.type == "cpu"
         bench.use_pool(
             FreshSets(sets, lambda j: self.factory.make(wl, timed_seed(pool_seed, j), 1.0)),
             rng_seed=(lambda j: timed_seed(pool_seed, j)) if stochastic else None,

@@ -83,7 +83,8 @@ def test_the_worker_draws_no_more_sets_than_the_request_allows(monkeypatch: pyte
     runner = KernelRunner(lambda x, out: torch.mul(x, 2.0, out=out), True, [((64,), torch.float32)], CPU)
     bench = Bench(runner, [torch.randn(64)], CPU, 0)
     factory = SimpleNamespace(make=make)
-    worker = SimpleNamespace(op=SimpleNamespace(workloads=[object()]), factory=factory, device=CPU)
+    op = SimpleNamespace(workloads=[object()])
+    worker = SimpleNamespace(op=op, factory=factory, device=CPU, contract={})
     Worker._fresh_pool(worker, 0, bench, 7, generation_s=1.0)  # type: ignore[arg-type]
     assert len(bench.pool) == 2
     Worker._fresh_pool(worker, 0, bench, 7, generation_s=None)  # type: ignore[arg-type]
