@@ -101,6 +101,11 @@ def _same_layout(buffers: list[Any], values: list[Any]) -> bool:
     )
 
 
+def _layout_text(values: list[Any]) -> str:
+    return ", ".join(f"{tuple(v.shape)} {str(v.dtype).removeprefix('torch.')}" if isinstance(v, torch.Tensor)
+                     else type(v).__name__ for v in values)
+
+
 class FreshSets:
     """Fresh timed input sets (issue 13, class 1) drawn when a timed call needs one (untimed), so only
     one is alive at a time (issue 9, class 2: a pool of them held up to 1 GiB, or W x 30)."""
@@ -129,13 +134,22 @@ def poison_in_place_(t: torch.Tensor) -> None:
         random_poison_(t)
 
 
+class LayoutChanged(RuntimeError):
+    """A fresh input set's shapes or dtypes differ from the fixed buffers it was to be written into (a
+    CUDA graph's): the operator's generator shapes its inputs by the seed on seeds the contract's probe
+    did not draw, or only on workloads it did not probe. Not the kernel's failure: the parent confirms it
+    with its own draw and times the workload again as a seed-shaped one (modes.py). `seed`: the seed
+    the set was drawn from, where the writer knows it."""
+
+    def __init__(self, message: str, seed: int | None = None) -> None:
+        super().__init__(message)
+        self.seed = seed
+
+
 def _copy_into_(dst: torch.Tensor, src: torch.Tensor) -> None:
     """dst.copy_(src), inside inference mode when `dst` is an inference tensor (see poison_in_place_)."""
     if src.shape != dst.shape:  # fresh values always come in the buffer's own layout (write_inputs)
-        raise RuntimeError(
-            f"the operator's input generator gave a tensor of shape {tuple(src.shape)} for a timed buffer "
-            f"of {tuple(dst.shape)}: its shapes change with the seed more rarely than the harness looked for"
-        )
+        raise LayoutChanged(f"a tensor of shape {tuple(src.shape)} for a buffer of {tuple(dst.shape)}")
     with torch.inference_mode(dst.is_inference()):
         dst.copy_(src)
 
@@ -562,9 +576,14 @@ class Bench:
             return 1.0, code + 1
         return 1.0 + (code % steps + 1) * 2.0**-bits, code // steps
 
-    def write_inputs(self, k: int, values: list[Any]) -> None:
-        """Fresh values into copy k's input buffers (re-validation), through each compact base."""
+    def write_inputs(self, k: int, values: list[Any], seed: int | None = None) -> None:
+        """Fresh values into copy k's input buffers (re-validation), through each compact base. A set of
+        other shapes raises LayoutChanged before anything is written (a broadcastable one would else be
+        copied in silently: a row of values repeated over a longer buffer)."""
         self._ensure()
+        if not _same_layout(self.copies[k], values):
+            drawn, held = _layout_text(values), _layout_text(self.copies[k])
+            raise LayoutChanged(f"copy {k}: a set of {drawn} for buffers of {held}", seed)
         self._unplant(k)
         for buf, val in zip(self.copies[k], values, strict=True):
             if isinstance(buf, torch.Tensor) and isinstance(val, torch.Tensor):

@@ -31,7 +31,7 @@ from .spans import snapshot as spans_snapshot
 from .spans import span
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import burst_inputs, labelled, outside_work, verify_timed_calls
-from .timing import summary_mismatch
+from .timing import COLD_BURST_COPIES, summary_mismatch, timed_seed
 from .trusted import contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
@@ -286,6 +286,9 @@ def _time_round(
     if "error" in reply:
         verdict.fail(reply["error"]["status"], "during timing: " + reply["error"]["message"])
         return None
+    if "layout_changed" in reply:
+        changed = reply["layout_changed"]
+        return _seed_shaped_after_all(session, ks, idx, disputes_left, changed, reval, pool_seed)
     if reply["violations"]:
         verdict.fail("REWARD_HACK", "during timing: " + "; ".join(dict.fromkeys(reply["violations"])))
         return None
@@ -371,6 +374,44 @@ def _time_round(
         )
         verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     return latency
+
+
+def _seed_shaped_after_all(
+    session: Session,
+    ks: KernelState,
+    idx: int,
+    disputes_left: int,
+    changed: dict[str, Any],
+    reval: list[Any] | None,
+    pool_seed: int | None,
+) -> float | None:
+    """The worker's CUDA graph met a fresh set of other shapes than its fixed buffers (bench.LayoutChanged):
+    the operator's generator shapes its inputs by the seed after all, on seeds or workloads the contract's
+    probe did not draw (an honest kernel got RUNTIME_ERROR: red team round 24). The parent draws that seed
+    itself; where its shapes do differ from the bench's, the operator is taken for seed-shaped from here on
+    and the round is timed again as such (fixed buffers, no fresh sets: contract_note says so). A report
+    the parent's draw does not bear out, or one for a seed it never sent, is the worker's own invention."""
+    verdict = ks.verdicts[idx]
+    seed = changed.get("seed")
+    sent = [reval[0]] if reval is not None else []
+    if pool_seed is not None:  # the graph's copies' sets (worker._fresh_graph_copies)
+        sent += [timed_seed(pool_seed, k) for k in range(COLD_BURST_COPIES)]
+    what = "during timing: the worker reported fixed buffers meeting a set of other shapes"
+    what += f" ({changed.get('message')})"
+    if session.contract.get("layout_varies") or seed not in sent:
+        verdict.fail("REWARD_HACK", f"{what}, for a seed the parent never sent to be written into them")
+        return None
+    with span("timing.layout_check"):
+        differ = session.reference.shapes_differ(idx, int(seed), session.bench_seed)
+    if not differ:
+        verdict.fail("REWARD_HACK", f"{what}, which the parent's own draw of that seed does not show")
+        return None
+    session.contract["layout_varies"] = True
+    kept = _time_round(session, ks, idx, disputes_left)
+    if kept is not None:
+        note = "timed again with fixed buffers: the inputs' shapes change with the seed on rare seeds"
+        verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
+    return kept
 
 
 @dataclass

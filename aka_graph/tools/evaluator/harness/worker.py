@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import torch
 
-from .bench import Bench, FreshSets, park_large
+from .bench import Bench, FreshSets, LayoutChanged, park_large
 from .candidate import CompileError, import_candidate, read_spec
 from .fingerprint import InputSnapshot
 from .guards import Sentinel, output_violations, planted_violation, quiet_library_threads
@@ -377,6 +377,9 @@ class Worker:
             reply["violations"] += _CHECK(self.sentinel)
             reply["spans"] = spans_snapshot()  # advisory, as in `run`
             return reply
+        except LayoutChanged as exc:  # a graph's fixed buffers met a set of other shapes: the parent
+            # confirms it with its own draws and times the workload as a seed-shaped one (modes.py)
+            return {"layout_changed": {"seed": exc.seed, "message": str(exc)}}
         except BaseException as exc:
             return {"error": _failure(exc)}
 
@@ -503,7 +506,8 @@ class Worker:
         captured in the graph: it stays the bench's). The number of copies written."""
         wl = self.op.workloads[idx]
         for k in range(len(bench.copies)):
-            bench.write_inputs(k, self.factory.make(wl, timed_seed(pool_seed, k), 1.0))
+            seed = timed_seed(pool_seed, k)
+            bench.write_inputs(k, self.factory.make(wl, seed, 1.0), seed)
         self.sync()
         return len(bench.copies)
 
@@ -569,7 +573,7 @@ class Worker:
             if bench.fits_another_layout(c, fresh):  # a generator whose shapes change on rare seeds
                 bench.take_set(c, clone_values(fresh))  # (a clone: `fresh` is what mutation is checked by)
             else:
-                bench.write_inputs(c, fresh)  # through each input's compact base (expanded inputs)
+                bench.write_inputs(c, fresh, seed)  # through each compact base (expanded inputs)
             bench.poison_outputs(c)
         result = bench.replay(k)
         violations = [

@@ -5,6 +5,6 @@ import torch
 def run(values, offsets, sums):
     R = offsets.numel() - 1
     lens = (offsets[1:] - offsets[:-1]).long()
-    seg = torch.repeat_interleave(torch.arange(R), lens)
+    seg = torch.repeat_interleave(torch.arange(R, device=values.device), lens)
     sums.zero_()
     sums.index_add_(0, seg, values)

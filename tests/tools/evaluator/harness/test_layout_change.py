@@ -1,0 +1,229 @@
+"""A generator that shapes its inputs by the seed only on some seeds, or only on workloads the contract's
+probe did not draw, meets a CUDA graph's fixed buffers with a set of other shapes (red team round 24: an
+honest kernel got RUNTIME_ERROR where the probe, on consecutive seeds, saw no change).
+
+The rule, from the worker to the parent:
+- the probe draws seeds hashed as the timed sets' are (trusted.Reference.contract), so a generator keyed
+  on a high bit of its seed is seen;
+- a set of other shapes is never written into fixed buffers, not even one that broadcasts: the bench
+  raises LayoutChanged before writing anything, and the worker reports the seed (bench.write_inputs);
+- the parent draws that seed itself: where the shapes do differ, the operator is seed-shaped from then on
+  and the round is timed again as such; a report its own draw does not bear out, or for a seed it never
+  sent, is the worker's invention: REWARD_HACK (modes._seed_shaped_after_all).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness import modes
+from aka_graph.tools.evaluator.harness.bench import Bench, LayoutChanged
+from aka_graph.tools.evaluator.harness.loading import load_operator
+from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.session import WorkloadVerdict
+from aka_graph.tools.evaluator.harness.timing import summarize, timed_seed
+from aka_graph.tools.evaluator.harness.trusted import Reference
+from aka_graph.tools.evaluator.harness.worker import Worker
+from tests.conftest import REPO_ROOT
+from tests.tools.evaluator.harness.near_tie_support import candidate_source
+from tests.tools.evaluator.harness.test_real_benchmark_classes import evaluate
+
+RARE_TAIL = REPO_ROOT / "tests" / "fixtures" / "sol" / "r24_ragged_rare_tail"
+CPU = torch.device("cpu")
+
+
+def graph_bench(rows: int = 4) -> Bench:
+    """A bench whose buffers are fixed as a captured graph's are (no GPU here: only its presence counts)."""
+    runner = KernelRunner(lambda x, out: torch.mul(x, 2.0, out=out), True, [((rows, 8), torch.float32)], CPU)
+    bench = Bench(runner, [torch.randn(rows, 8)], CPU, 0)
+    bench.graph = SimpleNamespace(pool_bytes=0, calls=1)  # type: ignore[assignment]
+    return bench
+
+
+# --- the contract's probe ------------------------------------------------------------------------------
+
+
+def test_the_probe_sees_a_generator_that_shapes_by_a_high_bit_of_its_seed() -> None:
+    """Seed 0's neighbours 1..4 share bit 20 with it, so a probe on consecutive seeds took the rare-tail
+    fixture for fixed; its hashed seeds do not."""
+    assert all(((0 + k) >> 20) & 1 == 0 for k in range(1, 5))
+    assert Reference(load_operator(RARE_TAIL), CPU, 0).contract(0)["layout_varies"]
+
+
+def test_the_probe_still_takes_a_generator_of_fixed_shapes_for_fixed() -> None:
+    op_dir = REPO_ROOT / "tests" / "fixtures" / "sol" / "custom_rng_routing"
+    assert not Reference(load_operator(op_dir), CPU, 0).contract(0)["layout_varies"]
+
+
+# --- the bench and the worker ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("shape", [(1, 8), (3, 8), (4, 7)], ids=["broadcasts", "fewer rows", "narrower"])
+def test_a_set_of_other_shapes_is_never_written_into_fixed_buffers(shape: tuple[int, int]) -> None:
+    bench = graph_bench()
+    held = bench.copies[0][0].clone()
+    with pytest.raises(LayoutChanged) as raised:
+        bench.write_inputs(0, [torch.randn(*shape)], seed=41)
+    assert raised.value.seed == 41 and "(4, 8)" in str(raised.value)
+    assert torch.equal(bench.copies[0][0], held)  # nothing written, not even a broadcast row
+
+
+def test_a_set_of_the_buffers_shapes_is_written_as_before() -> None:
+    bench = graph_bench()
+    fresh = torch.randn(4, 8)
+    bench.write_inputs(0, [fresh], seed=41)
+    assert torch.equal(bench.copies[0][0], fresh)
+
+
+def shaped_by_seed(wl: object, seed: int, scale: float) -> list[torch.Tensor]:
+    """Four rows, five on odd seeds."""
+    return [torch.randn(4 + seed % 2, 8)]
+
+
+def worker_with(bench: Bench) -> SimpleNamespace:
+    stub = SimpleNamespace(
+        op=SimpleNamespace(workloads=[object()]),
+        factory=SimpleNamespace(make=shaped_by_seed),
+        device=CPU,
+        contract={"mutated": []},
+        benches={0: bench},
+        sentinel=None,
+        sync=lambda: None,
+    )
+    stub._bench = lambda idx, msg: None
+    stub._revalidate = lambda *a: Worker._revalidate(stub, *a)  # type: ignore[arg-type]
+    stub._fresh_inputs = lambda *a: Worker._fresh_inputs(stub, *a)  # type: ignore[arg-type]
+    stub._fresh_graph_copies = lambda *a: Worker._fresh_graph_copies(stub, *a)  # type: ignore[arg-type]
+    return stub
+
+
+def odd(seeds: Any) -> int:
+    return next(s for s in seeds if s % 2)
+
+
+def test_the_worker_reports_the_seed_whose_set_did_not_fit_its_graph() -> None:
+    stub = worker_with(graph_bench())
+    reval_seed = odd(range(101, 200))
+    reply = Worker.time(stub, {"wl": 0, "reval": [reval_seed, 1.0], "reval_first": True})  # type: ignore[arg-type]
+    assert reply["layout_changed"]["seed"] == reval_seed and "error" not in reply
+    pool_seed = next(p for p in range(100) if timed_seed(p, 0) % 2)
+    reply = Worker.time(stub, {"wl": 0, "pool_seed": pool_seed})  # type: ignore[arg-type]
+    assert reply["layout_changed"]["seed"] == timed_seed(pool_seed, 0)
+
+
+# --- the parent's rule -------------------------------------------------------------------------------------
+
+
+class GraphWorker:
+    """A worker whose first timing round reports a set of other shapes for `seed` (the parent's re-validation
+    seed where None), then times as asked; the messages it was sent are kept."""
+
+    def __init__(self, seed: int | None = None, again: bool = False) -> None:
+        self.seed, self.again, self.sent = seed, again, []
+        self.verdicts = {0: WorkloadVerdict()}
+        self.alive, self.error, self.worker = True, None, None
+        self.worker_spans: dict[str, Any] = {}
+        self.generation_sent: dict[int, float | None] = {}
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        if msg["cmd"] == "park":
+            return {"parked": 0}
+        self.sent.append(msg)
+        if len(self.sent) == 1 or self.again:
+            if self.seed is None:  # the seed it was sent to write in (a confirmed seed, in a second report)
+                self.seed = msg["reval"][0]
+            change = {"seed": self.seed, "message": "copy 0: a set of (5, 8) for buffers of (4, 8)"}
+            return {"layout_changed": change}
+        med, spread = summarize([5.8] * 5)
+        return {"latency_us": med, "spread_pct": spread, "samples_us": [5.8] * 5, "violations": [],
+                "method": "cuda_graph", "calls": 10}  # fmt: skip
+
+
+@pytest.fixture
+def session(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """A CUDA session of a generator whose shapes the parent finds to differ on odd seeds."""
+    monkeypatch.setattr(modes, "check_worker", lambda *a, **k: None)
+    for name in ("verify_timed_calls", "verify_graph_copies", "outside_work", "settle"):
+        monkeypatch.setattr(modes, name, lambda *a, **k: None)
+    drawn: list[int] = []
+
+    def shapes_differ(idx: int, seed: int, bench_seed: int) -> bool:
+        drawn.append(seed)
+        return seed % 2 != bench_seed % 2
+
+    reference = SimpleNamespace(
+        shapes_differ=shapes_differ,
+        drawn=drawn,
+        generation_s={},
+        revalidation_inputs=lambda *a: [torch.zeros(4, 8)],
+        outputs=lambda idx, inputs: ([inputs[0]], None),
+    )
+    return SimpleNamespace(
+        contract={}, bench_seed=0, l2_bytes=0, call_timeout=1.0, device=torch.device("cuda"), sol={},
+        reference=reference,
+    )  # fmt: skip
+
+
+def test_a_confirmed_change_makes_the_operator_seed_shaped_and_the_round_is_timed_again(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(modes, "fresh_seed", iter(range(1, 1000, 2)).__next__)  # odd: other shapes
+    ks = GraphWorker()
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    verdict = ks.verdicts[0]
+    assert verdict.status == "PASS" and "inputs' shapes change with the seed" in verdict.message
+    assert session.contract["layout_varies"] and session.reference.drawn == [ks.sent[0]["reval"][0]]
+    first, second = ks.sent
+    assert first["reval"] is not None and first["pool_seed"] is not None
+    assert second["reval"] is None and second["pool_seed"] is None  # fixed buffers, nothing written
+
+
+@pytest.mark.parametrize(
+    ("worker", "found"),
+    [
+        (GraphWorker(seed=2), "does not show"),  # an even seed: the parent's draw has the bench's shapes
+        (GraphWorker(seed=12345), "never sent"),  # not the re-validation's seed nor a graph copy's
+    ],
+    ids=["shapes the same", "seed never sent"],
+)
+def test_a_report_the_parents_draw_does_not_bear_out_is_the_workers_invention(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, worker: GraphWorker, found: str
+) -> None:
+    monkeypatch.setattr(modes, "fresh_seed", iter([2, 4, 6, 8]).__next__)  # re-validation at seed 2
+    assert modes._time_round(session, worker, 0) is None
+    verdict = worker.verdicts[0]
+    assert verdict.status == "REWARD_HACK" and found in verdict.message
+    assert not session.contract.get("layout_varies") and len(worker.sent) == 1
+
+
+def test_a_second_report_once_the_operator_is_seed_shaped_is_the_workers_invention(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Timed as seed-shaped on a GPU, nothing is written into the graph's buffers: no set can meet them."""
+    monkeypatch.setattr(modes, "fresh_seed", iter(range(1, 1000, 2)).__next__)
+    ks = GraphWorker(again=True)
+    assert modes._time_round(session, ks, 0) is None
+    assert ks.verdicts[0].status == "REWARD_HACK" and len(ks.sent) == 2
+
+
+# --- end to end ------------------------------------------------------------------------------------------
+
+LARGER_ONLY = REPO_ROOT / "tests" / "fixtures" / "sol" / "r25_ragged_larger_workloads_only"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("candidate", ["honest25_ragged_capturable", "redteam23_h01_ragged_honest"])
+def test_an_honest_kernel_passes_where_only_a_workload_the_probe_skipped_is_shaped_by_its_seed(
+    tmp_path: Path, candidate: str
+) -> None:
+    """The probe draws the smallest workload (equal rows, whatever the seed): the operator's contract says
+    fixed shapes, and on a host the larger workload's timed sets of other shapes take the buffers' place.
+    (On a GPU its graph meets them: tests/gpu/test_seed_shaped_gpu.py.)"""
+    _, res = evaluate(tmp_path, LARGER_ONLY, candidate_source(candidate))
+    assert res["status"] == "PASS", res["message"]
+    assert all(w["status"] == "PASS" and w["latency_us"] for w in res["workloads"])
