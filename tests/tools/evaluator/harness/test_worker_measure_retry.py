@@ -88,3 +88,35 @@ def test_a_new_bench_whose_first_call_runs_out_of_memory_is_made_again_with_the_
     untouched = _bench(lambda x, out: torch.mul(x, 3.0, out=out), 3)
     with_room(lambda: _bench(lambda x, out: torch.mul(x, 2.0, out=out), 4), {0: untouched}, CPU)
     assert untouched.parked is None
+
+
+def test_a_revalidation_that_runs_out_of_memory_is_run_again_and_the_timed_calls_outputs_stay() -> None:
+    """Round 25 on the H200 (025 MoE backward, its own reference): the re-validation's eager call asked for
+    an 8 GiB weight gradient beside 16 GiB of this process's cache in fragments, and the operator's own
+    reference got RUNTIME_ERROR. The re-validation is retried as a loop is; the outputs the timed calls
+    kept for the parent's checks are not dropped by it."""
+    fail_next = [False]
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        if fail_next[0]:
+            fail_next[0] = False
+            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 8.00 GiB")
+        torch.mul(x, 2.0, out=out)
+
+    other, bench = _bench(lambda x, out: torch.mul(x, 3.0, out=out), 1), _bench(kernel, 2)
+    bench.kept = {0: ["the output timed call 0 kept"]}
+    fresh = [torch.randn(64)]
+    worker = SimpleNamespace(
+        benches={0: other, 1: bench},
+        device=CPU,
+        op=SimpleNamespace(workloads=[None, None]),
+        factory=SimpleNamespace(make=lambda wl, seed, scale: [t.clone() for t in fresh]),
+        contract={"mutated": []},
+    )
+    worker._revalidate = lambda *a: Worker._revalidate(worker, *a)  # type: ignore[arg-type]
+    said: list[str] = []
+    fail_next[0] = True  # the re-validation's first call runs out of memory
+    reval = Worker._revalidate_with_room(worker, 1, bench, [5, 1.0], said)  # type: ignore[arg-type]
+    assert torch.equal(reval["reval_outputs"][0], fresh[0] * 2.0) and not reval["violations"]
+    assert not fail_next[0] and "ran out of device memory" in said[0]
+    assert bench.kept == {0: ["the output timed call 0 kept"]} and other.parked is not None

@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# Round 25 on the H200, one device call (from the repo root, carry [".gpu", ".corpus"]; build the kit with
+# `bash scripts/build_gpu_kit.sh`, the corpus with `python3 benchmarks/build_public_corpus.py`): the GPU
+# tests of what rounds 23-25 changed on the trusted side (seed-shaped and random operators, a CUDA graph
+# meeting a set of other shapes), the class and format fixtures, the adversarial set; then, where ONLY
+# names problems, corpus references as candidates as gpu_round23.sh runs them.
+#   STEPS="seed_shaped classes adversarial" ONLY="025_moe" EVAL_TIMEOUT=420 bash benchmarks/gpu_round25.sh
+# Output under $OUT: one <step>.txt per test step (pytest -rA), kit.log, and gpu_round23.sh's files.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-/tmp/round25_out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 PYTHONDONTWRITEBYTECODE=1
+T0=$SECONDS
+OUT="$OUT" bash benchmarks/gpu_session.sh kit >"$OUT/kit.log" 2>&1 || { tail -20 "$OUT/kit.log"; exit 1; }
+export PYTHONPATH=/tmp/aka-site:$PWD
+PYT=(python3 -m pytest -m gpu -p no:cacheprovider -o addopts= -q -rA)
+python3 -c "import pytest_timeout" 2>/dev/null && PYT+=(--timeout 400)
+XDIST=0
+python3 -c "import xdist" 2>/dev/null && XDIST=1
+par() { [ "$XDIST" = 1 ] && echo "-n $1"; }  # parallel evaluations on the one GPU where xdist is there
+
+step() {  # step NAME SECONDS PYTEST-ARGS...: one pytest run with its own limit and log
+    local name=$1 limit=$2
+    shift 2
+    echo "== [$((SECONDS - T0)) s] start $name (limit $limit s)"
+    timeout -k 5 "$limit" "${PYT[@]}" "$@" >"$OUT/$name.txt" 2>&1
+    echo "== [$((SECONDS - T0)) s] end $name rc=$?"
+    grep -E "^(FAILED|ERROR)|passed|failed|: (PASS|INCORRECT|REWARD_HACK|RUNTIME_ERROR|INFRA_ERROR) in " \
+        "$OUT/$name.txt" | tail -25
+}
+
+for s in ${STEPS:-seed_shaped classes adversarial}; do
+    case $s in
+    seed_shaped) step seed_shaped 200 -s tests/gpu/test_seed_shaped_gpu.py ;;
+    # shellcheck disable=SC2046
+    classes) step classes 260 $(par 3) -s tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" ;;
+    # shellcheck disable=SC2046
+    adversarial) step adversarial 260 $(par 2) tests/gpu/test_adversarial_gpu.py ;;
+    *) echo "unknown step $s (seed_shaped, classes, adversarial)" ;;
+    esac
+done
+if [ -n "${ONLY:-}" ]; then
+    OUT="$OUT" ONLY="$ONLY" bash benchmarks/gpu_round23.sh
+fi
+echo "== [$((SECONDS - T0)) s] done"
