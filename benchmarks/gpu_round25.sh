@@ -5,6 +5,7 @@
 # meeting a set of other shapes), the class and format fixtures, the adversarial set; then, where ONLY
 # names problems, corpus references as candidates as gpu_round23.sh runs them.
 #   STEPS="seed_shaped classes adversarial" ONLY="025_moe" EVAL_TIMEOUT=420 bash benchmarks/gpu_round25.sh
+# (each step's limit: SEED_LIMIT, CLASSES_LIMIT, ADV_LIMIT seconds; the corpus pass's: LIMIT1)
 # Output under $OUT: one <step>.txt per test step (pytest -rA), kit.log, and gpu_round23.sh's files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -32,11 +33,11 @@ step() {  # step NAME SECONDS PYTEST-ARGS...: one pytest run with its own limit 
 
 for s in ${STEPS:-seed_shaped classes adversarial}; do
     case $s in
-    seed_shaped) step seed_shaped 200 -s tests/gpu/test_seed_shaped_gpu.py ;;
+    seed_shaped) step seed_shaped "${SEED_LIMIT:-200}" -s tests/gpu/test_seed_shaped_gpu.py ;;
     # shellcheck disable=SC2046
-    classes) step classes 260 $(par 3) -s tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" ;;
+    classes) step classes "${CLASSES_LIMIT:-260}" $(par 3) -s tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" ;;
     # shellcheck disable=SC2046
-    adversarial) step adversarial 260 $(par 2) tests/gpu/test_adversarial_gpu.py ;;
+    adversarial) step adversarial "${ADV_LIMIT:-260}" $(par 2) tests/gpu/test_adversarial_gpu.py ;;
     *) echo "unknown step $s (seed_shaped, classes, adversarial)" ;;
     esac
 done
