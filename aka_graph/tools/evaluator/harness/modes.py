@@ -246,9 +246,11 @@ def _time_round(
     # a stochastic reference (dropout, sampling) cannot be matched by an unseeded timed call
     reval = None if verdict.revalidated or session.contract.get("stochastic") else [fresh_seed(), 1.0]
     pool_seed = fresh_seed()  # the fresh inputs of this round's timed calls (spotcheck.py)
-    if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh values in fixed buffers
-        reval = None  # (on a host, a timed call's fresh set takes the buffers' place: Bench._write_set)
-        pool_seed = None if session.device.type == "cuda" else pool_seed
+    if session.contract.get("layout_varies"):  # seed-dependent shapes: no fresh sets in fixed buffers
+        on_gpu = session.device.type == "cuda"  # (on a host a timed call's fresh set takes the buffers'
+        # place: Bench._write_set); on a GPU a re-validation set of the buffers' own shapes, where drawn
+        reval = _bench_shaped(session, idx) if on_gpu and reval is not None else None
+        pool_seed = None if on_gpu else pool_seed
     if reval is not None and session.device.type == "cuda" and ks.alive:
         # the worker's large benches parked first: the parent's reference needs the memory (worker.park)
         with span("timing.park"):
@@ -376,6 +378,22 @@ def _time_round(
     return latency
 
 
+SAME_SHAPE_TRIES = 4  # fresh seeds drawn for a re-validation set of the bench's shapes (seed-shaped, GPU)
+
+
+def _bench_shaped(session: Session, idx: int) -> list[Any] | None:
+    """A re-validation for an operator shaped by its seed, on a GPU (a graph's buffers are fixed): the
+    first of SAME_SHAPE_TRIES fresh seeds whose inputs have the bench's shapes (a generator that trims a
+    tail on some seeds gives one about every other seed), else none (ragged rows drawn at random: every
+    seed has shapes of its own). Without it such an operator's timed graph was never re-validated."""
+    with span("timing.layout_check"):
+        for _ in range(SAME_SHAPE_TRIES):
+            seed = fresh_seed()
+            if not session.reference.shapes_differ(idx, seed, session.bench_seed):
+                return [seed, 1.0]
+    return None
+
+
 def _seed_shaped_after_all(
     session: Session,
     ks: KernelState,
@@ -398,13 +416,16 @@ def _seed_shaped_after_all(
         sent += [timed_seed(pool_seed, k) for k in range(COLD_BURST_COPIES)]
     what = "during timing: the worker reported fixed buffers meeting a set of other shapes"
     what += f" ({changed.get('message')})"
-    if session.contract.get("layout_varies") or seed not in sent:
+    if seed not in sent:
         verdict.fail("REWARD_HACK", f"{what}, for a seed the parent never sent to be written into them")
         return None
     with span("timing.layout_check"):
         differ = session.reference.shapes_differ(idx, int(seed), session.bench_seed)
     if not differ:
         verdict.fail("REWARD_HACK", f"{what}, which the parent's own draw of that seed does not show")
+        return None
+    if session.contract.get("layout_varies"):  # timed as seed-shaped already: no such set was sent
+        verdict.fail("REWARD_HACK", f"{what}, where the parent sent only sets of the buffers' own shapes")
         return None
     session.contract["layout_varies"] = True
     kept = _time_round(session, ks, idx, disputes_left)

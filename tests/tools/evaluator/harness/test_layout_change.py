@@ -24,7 +24,7 @@ import torch
 from aka_graph.tools.evaluator.harness import modes
 from aka_graph.tools.evaluator.harness.bench import Bench, LayoutChanged
 from aka_graph.tools.evaluator.harness.loading import load_operator
-from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.runner import KernelRunner, digest
 from aka_graph.tools.evaluator.harness.session import WorkloadVerdict
 from aka_graph.tools.evaluator.harness.timing import summarize, timed_seed
 from aka_graph.tools.evaluator.harness.trusted import Reference
@@ -97,6 +97,7 @@ def worker_with(bench: Bench) -> SimpleNamespace:
     )
     stub._bench = lambda idx, msg: None
     stub._revalidate = lambda *a: Worker._revalidate(stub, *a)  # type: ignore[arg-type]
+    stub._revalidate_with_room = lambda *a: Worker._revalidate_with_room(stub, *a)  # type: ignore[arg-type]
     stub._fresh_inputs = lambda *a: Worker._fresh_inputs(stub, *a)  # type: ignore[arg-type]
     stub._fresh_graph_copies = lambda *a: Worker._fresh_graph_copies(stub, *a)  # type: ignore[arg-type]
     return stub
@@ -165,7 +166,7 @@ def session(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     )
     return SimpleNamespace(
         contract={}, bench_seed=0, l2_bytes=0, call_timeout=1.0, device=torch.device("cuda"), sol={},
-        reference=reference,
+        reference=reference, judge_outputs=lambda verdict, got, want, *a, **k: torch.equal(got[0], want[0]),
     )  # fmt: skip
 
 
@@ -177,7 +178,7 @@ def test_a_confirmed_change_makes_the_operator_seed_shaped_and_the_round_is_time
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     verdict = ks.verdicts[0]
     assert verdict.status == "PASS" and "inputs' shapes change with the seed" in verdict.message
-    assert session.contract["layout_varies"] and session.reference.drawn == [ks.sent[0]["reval"][0]]
+    assert session.contract["layout_varies"] and session.reference.drawn[0] == ks.sent[0]["reval"][0]
     first, second = ks.sent
     assert first["reval"] is not None and first["pool_seed"] is not None
     assert second["reval"] is None and second["pool_seed"] is None  # fixed buffers, nothing written
@@ -227,3 +228,51 @@ def test_an_honest_kernel_passes_where_only_a_workload_the_probe_skipped_is_shap
     _, res = evaluate(tmp_path, LARGER_ONLY, candidate_source(candidate))
     assert res["status"] == "PASS", res["message"]
     assert all(w["status"] == "PASS" and w["latency_us"] for w in res["workloads"])
+
+
+# --- re-validation of a seed-shaped operator on a GPU ------------------------------------------------------
+
+
+class TimedOnce(GraphWorker):
+    """A worker that times and re-validates honestly as asked (nothing of other shapes is sent to it)."""
+
+    def __init__(self) -> None:
+        super().__init__(seed=0)
+        self.sent = [{}]  # as if its first round were behind it
+        self.clock_pairs: dict[int, Any] = {}
+
+    def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
+        reply = super().request(msg, timeout_s)
+        if msg.get("reval") is not None:  # the parent's re-validation set (the fixture's reference: zeros)
+            reply.update(reval_digest=digest([torch.zeros(4, 8)]), reval_outputs=[torch.zeros(4, 8)])
+        return reply
+
+
+@pytest.mark.parametrize(
+    ("seeds", "reval"),
+    [([3, 5, 8, 9, 11, 13], [8, 1.0]), ([3, 5, 7, 9, 11, 13, 15], None)],
+    ids=["the third seed has the bench's shapes", "no seed of four has them"],
+)
+def test_a_seed_shaped_operator_is_revalidated_on_a_gpu_where_a_fresh_seed_has_the_bench_shapes(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, seeds: list[int], reval: list[Any] | None
+) -> None:
+    session.contract["layout_varies"] = True
+    monkeypatch.setattr(modes, "fresh_seed", iter([1, 2, *seeds]).__next__)  # reval, pool, then the search
+    ks = TimedOnce()
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    msg = ks.sent[1]
+    assert msg["reval"] == reval and msg["pool_seed"] is None  # never the graph's copies: fixed buffers
+    assert session.reference.drawn == seeds[: 3 if reval else 4]
+    assert ks.verdicts[0].revalidated == (reval is not None)
+
+
+def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_revalidation(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session.contract["layout_varies"] = True
+    session.device = torch.device("cpu")
+    monkeypatch.setattr(modes, "fresh_seed", iter([1, 2, 3, 4, 5]).__next__)
+    monkeypatch.setattr(modes, "timed_round", lambda ks, msg, *a: ks.request(msg, 1.0))
+    ks = TimedOnce()
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert ks.sent[1]["reval"] is None and ks.sent[1]["pool_seed"] == 2 and session.reference.drawn == []
