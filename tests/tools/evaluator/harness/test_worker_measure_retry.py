@@ -120,3 +120,29 @@ def test_a_revalidation_that_runs_out_of_memory_is_run_again_and_the_timed_calls
     assert torch.equal(reval["reval_outputs"][0], fresh[0] * 2.0) and not reval["violations"]
     assert not fail_next[0] and "ran out of device memory" in said[0]
     assert bench.kept == {0: ["the output timed call 0 kept"]} and other.parked is not None
+
+
+def test_a_calls_returned_outputs_are_let_go_before_the_next_call_of_its_copy() -> None:
+    """Round 25 on the H200 (025 MoE backward): the re-validation's call ran out of memory twice while the
+    bench still held the ~32 GiB of gradients the copy's last call returned. Nothing of the harness holds
+    them when the next call of the copy allocates its own."""
+    import gc
+    import weakref
+
+    last: list[weakref.ref] = []
+    alive_at_call: list[bool] = []
+
+    def kernel(x: torch.Tensor) -> torch.Tensor:
+        gc.collect()
+        alive_at_call.append(bool(last) and last[-1]() is not None)
+        y = x * 2.0
+        last.append(weakref.ref(y))
+        return y
+
+    bench = Bench(KernelRunner(kernel, False, [((64,), torch.float32)], CPU), [torch.randn(64)], CPU, 0)
+    bench.kept = {}
+    got = bench.call(0)
+    del got
+    bench.call(0)
+    assert alive_at_call and alive_at_call[-1] is False
+    assert torch.equal(bench.outputs_of(0)[0], bench.copies[0][0] * 2.0)  # the last call's, still held
