@@ -57,6 +57,14 @@ class InputSnapshot:
         self.exact = exact
         self.before = clone_values(values) if exact else [_mark(v) for v in values]
 
+    @classmethod
+    def untouched(cls, values: list[Any]) -> InputSnapshot:
+        """A bit-exact snapshot that is `values` themselves, no clone: for values the call never sees (the
+        set whose copy was written into the buffers it is called on)."""
+        snapshot = cls.__new__(cls)
+        snapshot.exact, snapshot.before = True, list(values)
+        return snapshot
+
     def changed(self, values: list[Any]) -> list[int]:
         """Indices of the tensors among `values` whose contents differ from the snapshot's."""
         found = []

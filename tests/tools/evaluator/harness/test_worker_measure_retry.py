@@ -11,7 +11,7 @@ import pytest
 import torch
 
 from aka_graph.tools.evaluator.harness.bench import Bench
-from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.runner import KernelRunner, digest
 from aka_graph.tools.evaluator.harness.worker import Worker, with_room
 
 CPU = torch.device("cpu")
@@ -146,3 +146,52 @@ def test_a_calls_returned_outputs_are_let_go_before_the_next_call_of_its_copy() 
     bench.call(0)
     assert alive_at_call and alive_at_call[-1] is False
     assert torch.equal(bench.outputs_of(0)[0], bench.copies[0][0] * 2.0)  # the last call's, still held
+
+
+def _revalidating_worker(bench: Bench, draw) -> SimpleNamespace:
+    worker = SimpleNamespace(
+        benches={0: bench},
+        device=CPU,
+        op=SimpleNamespace(workloads=[None]),
+        factory=SimpleNamespace(make=draw),
+        contract={"mutated": []},
+    )
+    worker._revalidate = lambda *a: Worker._revalidate(worker, *a)  # type: ignore[arg-type]
+    return worker
+
+
+@pytest.mark.parametrize("large", [True, False], ids=["fingerprinted", "compared as drawn"])
+def test_a_large_revalidation_set_is_let_go_before_the_call_and_mutation_is_still_found(
+    monkeypatch: pytest.MonkeyPatch, large: bool
+) -> None:
+    """Round 25 on the H200 (025 MoE backward): beside the bench's own copy, the re-validation held the
+    fresh set it had written (28 GiB) through the call, for the bit-exact mutation check, and the call had
+    no room left for its gradients. Above the memory plan's clone limit the set is now fingerprinted and
+    let go; a write into an input is found either way."""
+    import gc
+    import weakref
+
+    from aka_graph.tools.evaluator.harness import worker as worker_mod
+
+    monkeypatch.setattr(worker_mod, "SMALL_BYTES", 0 if large else 1 << 30)
+    drawn: list[weakref.ref] = []
+    revalidating, alive_in_call = [False], []
+
+    def draw(wl: object, seed: int, scale: float) -> list[torch.Tensor]:
+        t = torch.randn(64, generator=torch.Generator().manual_seed(seed))
+        drawn.append(weakref.ref(t))
+        return [t]
+
+    def kernel(x: torch.Tensor, out: torch.Tensor) -> None:
+        torch.mul(x, 2.0, out=out)
+        if revalidating[0]:
+            gc.collect()
+            alive_in_call.append(drawn[-1]() is not None)
+            x.add_(1.0)  # the input as scratch
+
+    bench = Bench(KernelRunner(kernel, True, [((64,), torch.float32)], CPU), draw(None, 1, 1.0), CPU, 0)
+    revalidating[0] = True
+    reval = Worker._revalidate(_revalidating_worker(bench, draw), 0, bench, 7, 1.0)  # type: ignore[arg-type]
+    assert alive_in_call == [not large]  # the fresh set let go before the call only where large
+    assert reval["violations"] == ["input 0 was modified during the timed invocation"]
+    assert reval["reval_digest"] == digest(draw(None, 7, 1.0))  # what was drawn, not what the call left
