@@ -605,8 +605,9 @@ class Bench:
         after = self.keep if pool else None
         if self.device.type != "cuda":
             timing = time_host(
-                self.call, n, self.first_s, prepare=self.perturb, after=after, clock=self.host_clock
-            )
+                self.call, n, self.first_s, prepare=self.perturb, after=after, clock=self.host_clock,
+                sets=len(pool) if pool else None,
+            )  # fmt: skip
         elif self.graph is None:
             # one fresh input set per timed call; fewer calls where they are long (timing.event_samples)
             samples = event_samples(self.est_us, len(pool) if pool else EVENT_SAMPLES)

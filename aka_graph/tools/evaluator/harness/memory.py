@@ -93,13 +93,15 @@ def plan_memory(
     wanted_copies: int = 1,
     eager_copies: int = 1,
     pool_wanted: int = 0,
+    pool_bytes: int = POOL_BYTES,
 ) -> MemoryPlan:
     """The memory plan for one invocation of `input_bytes` + `output_bytes`, with `spare` bytes free
     beyond what is already allocated (`spare_bytes`). Pure: the same numbers give the same plan.
 
     `wanted_copies`: rotated copies timing would like (timing.rotation_copies); `eager_copies`: how many
     copies eager timing keeps (each needs a pristine twin; when they exist already, `spare` is what is
-    free beside them and `wanted_copies` is 1); `pool_wanted`: fresh timed input sets wanted."""
+    free beside them and `wanted_copies` is 1); `pool_wanted`: fresh timed input sets wanted, of which
+    `pool_bytes` are drawn per round at most."""
     work = max(1, input_bytes + output_bytes)
     spare = max(0, spare)
     clone = input_bytes <= min(SMALL_BYTES, spare)
@@ -113,7 +115,7 @@ def plan_memory(
     twins = max(1, eager_copies) * input_bytes  # a pristine twin of every copy eager timing keeps
     pristine = twins <= left
     left -= twins if pristine else 0
-    sets = min(pool_wanted, POOL_BYTES // max(1, input_bytes)) if input_bytes <= left else 0
+    sets = min(pool_wanted, pool_bytes // max(1, input_bytes)) if input_bytes <= left else 0
     return MemoryPlan(keep, clone, copies, pristine, sets if sets >= 2 else 0)
 
 
@@ -162,7 +164,11 @@ def fresh_sets(set_bytes: int, spare: int, device_type: str, generation_s: float
     worker makes this many (worker._fresh_pool); the parent holds it to this where the sets are small
     enough that spare memory cannot be what limited them (spotcheck.py)."""
     wanted = min(TIMED_SETS[device_type], generator_sets(generation_s))
-    return plan_memory(set_bytes, 0, spare, pool_wanted=wanted).pool_sets
+    # a host's few timed calls get fresh sets whatever their size, as far as memory holds them all at once
+    # (kept outputs included): over POOL_BYTES they had none, and a kernel skipped every timed call on
+    # integer inputs it had seen (the perturbation moves floats only: red team round 25, 614 MB sets)
+    cap = max(POOL_BYTES, spare // 2) if device_type == "cpu" else POOL_BYTES
+    return plan_memory(set_bytes, 0, spare, pool_wanted=wanted, pool_bytes=cap).pool_sets
 
 
 GENERATION_BUDGET_S = 2.0  # drawing one round's fresh timed sets takes about this long at most ...

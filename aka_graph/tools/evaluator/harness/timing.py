@@ -204,9 +204,12 @@ HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh 
 EVENT_SAMPLES = 30  # timed calls of the CUDA-event fallback, each of its own fresh inputs (memory allowing)
 
 
-def host_reps(first_call_s: float, budget_s: float = 0.5) -> int:
-    """Timed calls on a host: as many as fit the budget, at least 2, at most HOST_REPS."""
-    return max(2, min(HOST_REPS, int(budget_s / max(first_call_s, 1e-6))))
+def host_reps(first_call_s: float, budget_s: float = 0.5, sets: int | None = None) -> int:
+    """Timed calls on a host: as many as fit the budget, at least 2, at most HOST_REPS, and never more
+    than the round's fresh `sets` (a set used twice is one a cache answers: red team round 25, 2 sets
+    for 5 calls, calls 2-4 repeating 0, 1, 0)."""
+    reps = max(2, min(HOST_REPS, int(budget_s / max(first_call_s, 1e-6))))
+    return min(reps, max(2, sets)) if sets else reps
 
 
 def time_host(
@@ -217,12 +220,14 @@ def time_host(
     prepare: Callable[[int], None] | None = None,
     after: Callable[[int], None] | None = None,
     clock: Callable[[], int] = time.process_time_ns,
+    sets: int | None = None,
 ) -> Timing:
     """Host timing (interpreter/CPU; never authoritative): the process's CPU time per call, which the
     parent can check against the worker's CPU time as the kernel accounts it (plausibility.py).
     `prepare(i)` runs untimed before call i, `after(i)` untimed after it. `clock`: the trusted parent
-    times the reference by its own thread's CPU time (`host_reference_timing`)."""
-    reps = host_reps(first_call_s, budget_s)
+    times the reference by its own thread's CPU time (`host_reference_timing`). `sets`: the fresh input
+    sets `prepare` writes in, if any (host_reps)."""
+    reps = host_reps(first_call_s, budget_s, sets)
     samples = []
     for i in range(reps):
         if prepare is not None:

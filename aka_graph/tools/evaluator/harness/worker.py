@@ -353,7 +353,7 @@ class Worker:
             if msg.get("steps") and self.device.type != "cuda":  # the parent times each call (hostclock.py)
                 self.pending_reval[idx] = reval if reval is not None else msg.get("reval")
                 bench.kept = {}
-                reps = host_reps(bench.first_s)
+                reps = host_reps(bench.first_s, sets=len(bench.pool) or None)  # no set used twice
                 return {"reps": reps, "calls": 1, "notes": list(bench.notes), "violations": []}
             with span("w.measure"):
                 timing = self._measure(bench, retried)
