@@ -157,8 +157,11 @@ def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
     """The parent's side of a verified eager burst (plausibility.BurstInputs): the worker draws one
     fresh set per burst call from the burst's salt, and the parent checks calls it draws afterwards.
     None where a call cannot be checked after the fact: a stochastic reference (its random draws), or
-    shapes that change with the seed (no fresh values in fixed buffers)."""
-    if session.contract.get("stochastic") or session.contract.get("layout_varies"):
+    on a GPU shapes that change with the seed (no fresh values in fixed buffers). On a host such sets
+    take the buffers' place, as the timed calls' do: a burst on the bench's own set alone was held
+    against timed calls on sets of other sizes (red team round 25: an honest kernel REWARD_HACK where
+    the bench's seed drew a set 256 times the usual one)."""
+    if session.contract.get("stochastic") or (session.contract.get("layout_varies") and _on_gpu(session)):
         return None
 
     def stage(salt: int, reps: int) -> bool:

@@ -27,6 +27,7 @@ from .isolate import memory_limit_bytes
 from .layout import clone_like, clone_values, value_bytes, writable
 from .loading import load_operator
 from .memory import (
+    BURST_BYTES,
     SMALL_BYTES,
     burst_sets_fit,
     collect_here,
@@ -551,8 +552,15 @@ class Worker:
                 bench.set_bytes(), reps, spare_bytes(self.device)
             ):
                 return {"sets": 0}
-            wl = self.op.workloads[idx]
-            bench.stage_burst([self.factory.make(wl, timed_seed(salt, j), 1.0) for j in range(reps)])
+            wl, sets, held = self.op.workloads[idx], [], 0
+            outputs = bench.set_bytes() - value_bytes(bench.copies[0])  # what each call's outputs keep
+            budget = min(BURST_BYTES, spare_bytes(self.device) // 2)  # burst_sets_fit, on the sets drawn:
+            for j in range(reps):  # a generator whose sizes follow the seed may draw larger ones
+                sets.append(self.factory.make(wl, timed_seed(salt, j), 1.0))
+                held += value_bytes(sets[-1]) + outputs
+                if held > budget:
+                    return {"sets": 0}
+            bench.stage_burst(sets)
             self.sync()
             return {"sets": reps}
         except BaseException as exc:
