@@ -389,10 +389,11 @@ class Worker:
     def _revalidate_with_room(
         self, idx: int, bench: Bench, reval: list[Any], said: list[str]
     ) -> dict[str, Any]:
-        """`_revalidate`, once more after the device ran out of memory (`with_room`): an uncapturable
-        call allocates its outputs as it runs, and an MoE backward's 8 GiB weight gradient met 16 GiB of
-        this process's cache in fragments (2 GiB free beside the parent's 33 GiB of reference outputs:
-        a RUNTIME_ERROR for the operator's own reference, round 25 on the H200)."""
+        """`_revalidate`, once more after the device ran out of memory (`with_room`), as a timing loop
+        is: an uncapturable call allocates its outputs as it runs, beside whatever the cache holds in
+        fragments (025 MoE backward on the H200, round 25: 16 GiB of them when its 8 GiB gradient did not
+        fit). The retry alone did not save 025; what did not fit there was the fresh set `_revalidate`
+        held through the call."""
         seed, scale = int(reval[0]), float(reval[1])
         step = lambda: self._revalidate(idx, bench, seed, scale)  # noqa: E731
         return with_room(step, self.benches, self.device, bench, said, keep_outputs=True)
@@ -598,7 +599,7 @@ class Worker:
             bench.poison_outputs(c)
         drawn, scalars = digest(fresh), [None if isinstance(v, torch.Tensor) else v for v in fresh]
         # what the call may not change: the fresh set itself where small, else its fingerprints (the set is
-        # let go before the call: beside the bench's own copy, 025 MoE backward's 28 GiB set left its call
+        # let go before the call: beside the bench's own copy, 025 MoE backward's 24 GiB set left its call
         # no room for its gradients on the H200, round 25)
         large = value_bytes(fresh) > SMALL_BYTES
         originals = InputSnapshot(fresh, exact=False) if large else InputSnapshot.untouched(fresh)
