@@ -397,10 +397,11 @@ class Bench:
             self._setup(self.regenerate() if self.regenerate else _to_device(parked, self.device))
 
     def call(self, k: int) -> Any:
-        """Copy k's call. Its last call's returned outputs are let go first: an MoE backward returns ~32 GiB
-        of gradients, and holding the last ones while the call allocates the next ran the worker out of
-        memory in re-validation even after its cache was handed back (025 on the H200, round 25). What
-        the harness keeps of a call is taken before the next one (keep, outputs_of)."""
+        """Copy k's call. Its last call's returned outputs are let go first, so a call that returns large
+        outputs (an MoE backward's 24 GiB of gradients) never holds two sets of them at once. (On 025 on
+        the H200, round 25, this alone did not avoid the re-validation's out-of-memory error: the fresh set
+        it held did, see worker._revalidate.) What the harness keeps of a call is taken before the next
+        one (keep, outputs_of)."""
         self.produced.pop(k, None)
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]
