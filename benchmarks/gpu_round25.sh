@@ -2,10 +2,13 @@
 # Round 25 on the H200, one device call (from the repo root, carry [".gpu", ".corpus"]; build the kit with
 # `bash scripts/build_gpu_kit.sh`, the corpus with `python3 benchmarks/build_public_corpus.py`): the GPU
 # tests of what rounds 23-25 changed on the trusted side (seed-shaped and random operators, a CUDA graph
-# meeting a set of other shapes), the class and format fixtures, the adversarial set; then, where ONLY
-# names problems, corpus references as candidates as gpu_round23.sh runs them.
-#   STEPS="seed_shaped classes adversarial" ONLY="025_moe" EVAL_TIMEOUT=420 bash benchmarks/gpu_round25.sh
-# (each step's limit: SEED_LIMIT, CLASSES_LIMIT, ADV_LIMIT seconds; the corpus pass's: LIMIT1)
+# meeting a set of other shapes), the class and format fixtures, the adversarial set, and (round 26) the
+# parent's large expected outputs kept in host memory; then, where ONLY or RETIME names problems, corpus
+# references as candidates as gpu_round23.sh runs them.
+#   STEPS="seed_shaped classes adversarial host_kept" ONLY="047_moe" RETIME="025_moe" EVAL_TIMEOUT=420 \
+#       bash benchmarks/gpu_round25.sh
+# (each step's limit: SEED_LIMIT, CLASSES_LIMIT, ADV_LIMIT, KEPT_LIMIT seconds; the corpus passes': LIMIT1,
+# LIMIT2)
 # Output under $OUT: one <step>.txt per test step (pytest -rA), kit.log, and gpu_round23.sh's files.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -38,10 +41,11 @@ for s in ${STEPS:-seed_shaped classes adversarial}; do
     classes) step classes "${CLASSES_LIMIT:-260}" $(par 3) -s tests/gpu/test_real_benchmark_classes_gpu.py -k "not largest_moe" ;;
     # shellcheck disable=SC2046
     adversarial) step adversarial "${ADV_LIMIT:-260}" $(par 2) tests/gpu/test_adversarial_gpu.py ;;
-    *) echo "unknown step $s (seed_shaped, classes, adversarial)" ;;
+    host_kept) step host_kept "${KEPT_LIMIT:-240}" -s tests/gpu/test_host_kept_gpu.py ;;
+    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept)" ;;
     esac
 done
-if [ -n "${ONLY:-}" ]; then
-    OUT="$OUT" ONLY="$ONLY" bash benchmarks/gpu_round23.sh
+if [ -n "${ONLY:-}${RETIME:-}" ]; then
+    OUT="$OUT" ONLY="${ONLY:-}" RETIME="${RETIME:-}" bash benchmarks/gpu_round23.sh
 fi
 echo "== [$((SECONDS - T0)) s] done"

@@ -27,7 +27,16 @@ from .fingerprint import InputSnapshot
 from .guards import between_steps_violations, dispatch_due, modes_violation, planted_violation
 from .inputs import FP8, packed, random_poison_
 from .layout import clone_like, clone_values, value_bytes, writable
-from .memory import SMALL_BYTES, collect_here, output_bytes, plan_memory, release, spare_bytes
+from .memory import (
+    SMALL_BYTES,
+    collect_here,
+    output_bytes,
+    plan_memory,
+    release,
+    spare_bytes,
+    to_device,
+    to_host,
+)
 from .rng import heal_after_failed_capture, seed_host_generators
 from .runner import KernelRunner
 from .spans import span
@@ -59,22 +68,6 @@ def _kept_copy(o: Any) -> Any:
     if type(o) is torch.Tensor:
         return clone_like(o.detach())
     return o if type(o) in (int, float, bool) else None
-
-
-def _to_host(values: list[Any]) -> list[Any]:
-    return [(writable(v).cpu(), tuple(v.shape)) if isinstance(v, torch.Tensor) else v for v in values]
-
-
-def _to_device(parked: list[Any], device: torch.device) -> list[Any]:
-    out = []
-    for v in parked:
-        if isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], torch.Tensor):
-            base, shape = v
-            t = base.to(device)
-            out.append(t.expand(shape) if tuple(t.shape) != shape else t)
-        else:
-            out.append(v)
-    return out
 
 
 def _replicate(first: list[Any], n: int) -> list[list[Any]]:
@@ -380,7 +373,7 @@ class Bench:
         when it can regenerate them) to rebuild it."""
         if self.parked is not None:
             return
-        self.parked = [] if self.regenerate else _to_host(self.copies[0])
+        self.parked = [] if self.regenerate else to_host(self.copies[0])
         self.copies, self.outs, self.produced, self.pristine = [], [], {}, []
         self.burst_sets, self.burst_kept = [], {}
         self.graph = None
@@ -394,7 +387,7 @@ class Bench:
             parked, self.parked = self.parked, None
             if self.regenerate:
                 park_large(self.device, keep=self)
-            self._setup(self.regenerate() if self.regenerate else _to_device(parked, self.device))
+            self._setup(self.regenerate() if self.regenerate else to_device(parked, self.device))
 
     def call(self, k: int) -> Any:
         """Copy k's call. Its last call's returned outputs are let go first, so a call that returns large

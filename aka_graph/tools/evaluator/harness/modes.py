@@ -17,7 +17,7 @@ from .gpu_neighbours import shared_gpu_verdict
 from .graphcheck import verify_graph_copies
 from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
-from .memory import CORRECTNESS_GENERATION_S, settle
+from .memory import CORRECTNESS_GENERATION_S, kept_aside, settle
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
 from .refcache import flush as flush_reference_cache
@@ -356,6 +356,9 @@ def _time_round(
         verdict.fail(*found)
         return None
     verdict.latencies.append(latency)
+    if not on_gpu and session.contract.get("layout_varies"):  # each timed call on a set of its own shapes
+        ran_on = pool_seed if reply.get("pool_size") else None
+        ks.timed_sets.setdefault(idx, []).append((ran_on, len(reply.get("samples_us") or [])))
     verdict.spread = reply["spread_pct"]
     verdict.method = reply["method"]
     verdict.kernels_per_call = reply.get("kernels_per_call")
@@ -458,7 +461,7 @@ class RevalidationExpected:
     earlier rounds stay, as they did), and the parent keeps only the outputs."""
 
     digest: list[float]  # of the inputs, before the reference ran (it may update them in place)
-    outputs: list[Any]
+    outputs: list[Any]  # on the device, or in host memory where large (memory.kept_aside)
     scalars: list[Any]  # the inputs' Python scalars as drawn (None for a tensor)
 
     def drawn_with(self, scalars: list[Any] | None) -> bool:
@@ -479,15 +482,19 @@ def revalidation_expected(
         fresh_digest = digest(inputs)  # before the reference runs: it may update inputs in place
         want, _ = session.reference.outputs(idx, inputs)
         del inputs
+        kept = kept_aside(want, session.device)  # large: in host memory while the worker times (memory.py)
         settle(session.device)  # the reference done, its temporaries handed back: the worker times next
-    return RevalidationExpected(fresh_digest, want, drawn)
+    return RevalidationExpected(fresh_digest, kept, drawn)
 
 
-def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dict[int, Any]) -> dict:
+def _workload_entry(
+    session: Session, ks: KernelState, idx: int, ref_timing: dict[int, Any], own: dict[int, Any] | None = None
+) -> dict:
+    """`own`: the reference timed on this kernel's own timed sets (a seed-shaped operator on a host)."""
     v = ks.verdicts[idx]
     lat = statistics.median(v.latencies) if v.latencies and v.status == "PASS" else None
     sol = session.sol.get(idx)
-    ref = ref_timing.get(idx)
+    ref = (own or {}).get(idx) or ref_timing.get(idx)
     return {
         "id": session.workload_id(idx),
         "status": v.status,
@@ -509,10 +516,12 @@ def _workload_entry(session: Session, ks: KernelState, idx: int, ref_timing: dic
     }
 
 
-def _kernel_result(session: Session, ks: KernelState, ref_timing: dict[int, Any]) -> dict[str, Any]:
+def _kernel_result(
+    session: Session, ks: KernelState, ref_timing: dict[int, Any], own: dict[int, Any]
+) -> dict[str, Any]:
     workloads = []
     for idx in session.indices:
-        entry = _workload_entry(session, ks, idx, ref_timing)
+        entry = _workload_entry(session, ks, idx, ref_timing, own)
         if ks.error and entry["status"] == "PASS":
             entry["status"], entry["message"] = ks.error[0], "not evaluated: " + ks.error[1][:300]
         workloads.append(entry)
@@ -614,6 +623,7 @@ def run(
     phases["startup"] = time.perf_counter() - t0 - sum(phases.values())
     rounds: list[dict[str, Any]] = []
     ref_timing: dict[int, Any] = {}
+    ref_on_own_sets: dict[str, dict[int, Any]] = {}
     ref_cache: dict[str, Any] = {"used": False, "reason": "no kernel reached timing", "cached_workloads": []}
     try:
         _correctness(session, states)
@@ -639,12 +649,14 @@ def run(
         # only now: no candidate's code runs while the reference is timed (red team round 7: a thread
         # left by the burst burned the CPU then, inflating the speed-up's denominator and the cache)
         if rounds:
-            ref_timing, ref_cache = reference_timings(session, states)  # refcache.py
+            ref_timing, ref_on_own_sets, ref_cache = reference_timings(session, states)  # refcache.py
             phases["reference_timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
         flush_reference_cache(ref_cache.get("used") is True)  # no worker is left to write it
     phases["total"] = time.perf_counter() - t0
-    results = {ks.label: _kernel_result(session, ks, ref_timing) for ks in states}
+    results = {
+        ks.label: _kernel_result(session, ks, ref_timing, ref_on_own_sets.get(ks.label, {})) for ks in states
+    }
     for res in results.values():
         res["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
         res["reference_timing_cache"] = ref_cache

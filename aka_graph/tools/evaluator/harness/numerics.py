@@ -99,17 +99,24 @@ def check_output(
     if not alternates and prior is None and same_bits(got, ref):
         return Verdict(True, 0.0, 0.0)  # what every rule below concludes of an identical output, at a pass
     got, ref = _as_real(got), _as_real(ref)
-    tally = Tally(name, ref, tol)
+    tally, dev = Tally(name, ref, tol), compute_device(got, ref)
     if alternates or prior is not None or got.numel() <= CHUNK_ELEMENTS:
-        tally.add(_f32(got, ref.device), _f32(ref, ref.device), 0, alternates, width, prior)
+        tally.add(_f32(got, dev), _f32(ref, dev), 0, alternates, width, prior)
         return tally.verdict()
     flat_got, flat_ref = got.reshape(-1), ref.reshape(-1)
     for lo, hi in _pieces(ref):
-        tally.add(_f32(flat_got[lo:hi], ref.device), _f32(flat_ref[lo:hi], ref.device), lo)
+        tally.add(_f32(flat_got[lo:hi], dev), _f32(flat_ref[lo:hi], dev), lo)
     if tally.gross_pending():  # the near-miss allowance needs the whole output's scale: a second pass
         for lo, hi in _pieces(ref):
-            tally.add_gross(_f32(flat_got[lo:hi], ref.device), _f32(flat_ref[lo:hi], ref.device))
+            tally.add_gross(_f32(flat_got[lo:hi], dev), _f32(flat_ref[lo:hi], dev))
     return tally.verdict()
+
+
+def compute_device(got: torch.Tensor, ref: torch.Tensor) -> torch.device:
+    """Where an output is compared: the reference's device, or the output's where only the reference is
+    in host memory (the parent's large expected outputs wait there while the worker times: memory.kept_aside,
+    and come to the device a piece at a time)."""
+    return got.device if ref.device.type == "cpu" and got.device.type != "cpu" else ref.device
 
 
 CHUNK_ELEMENTS = 1 << 24  # compared at once: ~10 float32 temporaries of 64 MiB each
@@ -135,13 +142,14 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
             a, b = a.view(bits), b.view(bits)
     except RuntimeError:  # a layout torch will not reinterpret (sparse, quantized): the full way
         return False
+    dev = compute_device(a, b)  # (an expected output in host memory comes over a piece at a time)
     if a.numel() <= CHUNK_ELEMENTS:
-        return torch.equal(a, b)
+        return torch.equal(a.to(dev), b.to(dev))
     if not (a.is_contiguous() and b.is_contiguous()):
         return False
     flat_a, flat_b = a.reshape(-1), b.reshape(-1)
     return all(
-        torch.equal(flat_a[lo : lo + CHUNK_ELEMENTS], flat_b[lo : lo + CHUNK_ELEMENTS])
+        torch.equal(flat_a[lo : lo + CHUNK_ELEMENTS].to(dev), flat_b[lo : lo + CHUNK_ELEMENTS].to(dev))
         for lo in range(0, a.numel(), CHUNK_ELEMENTS)
     )
 

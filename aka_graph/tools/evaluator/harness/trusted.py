@@ -4,6 +4,7 @@ this process (which never imports the candidate), and the reference's own latenc
 from __future__ import annotations
 
 import os
+import statistics
 import time
 from typing import Any
 
@@ -16,7 +17,7 @@ from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest, interpreted_autotune
 from .speed_of_light import FlopCounter, shares_memory
-from .timing import host_reference_timing, timed_seed
+from .timing import Timing, host_reference_timing, summarize, timed_seed
 
 
 class ReferenceFailed(RuntimeError):
@@ -192,6 +193,31 @@ class Reference:
         with host_reference_timing() as clock:
             bench.host_clock = clock
             return bench.measure()
+
+    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]]) -> Timing:
+        """On a host, the reference timed on the fresh sets a kernel's kept rounds were timed on: round
+        (pool seed, n) is sets `timed_seed(pool seed, j)` for j < n, each call on its own, as the worker
+        timed them (Bench.perturb). Each round's median, then the median of the rounds: how the kernel's
+        latency is summed up from its rounds (modes._workload_entry). One set alive at a time, after one
+        untimed call on the first (the kernel's timed calls, too, follow calls of its own)."""
+        runner = self.runner(idx)
+        medians: list[float] = []
+        samples: list[float] = []
+        with host_reference_timing() as clock:
+            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0] or 0), 0), 1.0))
+            for pool_seed, n in rounds:
+                mine = []
+                for j in range(n):
+                    inputs = self.inputs(idx, timed_seed(int(pool_seed or 0), j), 1.0)
+                    t0 = clock()
+                    runner.invoke(inputs)
+                    mine.append((clock() - t0) / 1e3)
+                    del inputs
+                medians.append(summarize(mine)[0])
+                samples += mine
+        note = "the reference timed on the candidate's own timed sets (the inputs' shapes follow the seed)"
+        spread = summarize(samples)[1]
+        return Timing(statistics.median(medians), spread, samples, "host_interpreter", None, [note])
 
     def release_benches(self) -> None:
         """Drop the reference's timing benches (their rotated copies and graphs): a long-lived parent

@@ -130,6 +130,7 @@ class GraphWorker:
         self.alive, self.error, self.worker = True, None, None
         self.worker_spans: dict[str, Any] = {}
         self.generation_sent: dict[int, float | None] = {}
+        self.timed_sets: dict[int, list[tuple[int | None, int]]] = {}
 
     def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         if msg["cmd"] == "park":
@@ -141,8 +142,9 @@ class GraphWorker:
             change = {"seed": self.seed, "message": "copy 0: a set of (5, 8) for buffers of (4, 8)"}
             return {"layout_changed": change}
         med, spread = summarize([5.8] * 5)
+        pool = 5 if msg.get("pool_seed") else 0
         return {"latency_us": med, "spread_pct": spread, "samples_us": [5.8] * 5, "violations": [],
-                "method": "cuda_graph", "calls": 10}  # fmt: skip
+                "method": "cuda_graph", "calls": 10, "pool_size": pool}  # fmt: skip
 
 
 @pytest.fixture
@@ -276,3 +278,4 @@ def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_reva
     ks = TimedOnce()
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["reval"] is None and ks.sent[1]["pool_seed"] == 2 and session.reference.drawn == []
+    assert ks.timed_sets == {0: [(2, 5)]}  # the sets the reference is timed on too (refcache.py)

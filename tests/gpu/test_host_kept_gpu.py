@@ -1,0 +1,65 @@
+"""On a CUDA GPU, the parent's large expected outputs wait in host memory while the worker times
+(memory.kept_aside) and are judged against the worker's outputs on the device a piece at a time; an
+operator shaped like 025 MoE backward (banks in, gradients of their size out, as many temporaries alive)
+passes with an honest kernel. 025 itself ran out of memory in re-validation, first the worker beside the
+parent's 24 GiB of expected gradients, then the parent bringing them back 8 GiB at a time (rounds 25-26).
+
+Run: python3 -m pytest -m gpu tests/gpu/test_host_kept_gpu.py -v -s"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness.memory import HOST_KEPT_BYTES, kept_aside
+from aka_graph.tools.evaluator.harness.numerics import CHUNK_ELEMENTS, check_output, same_bits
+from aka_graph.tools.evaluator.harness.opmodel import Tolerance
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate
+
+pytestmark = pytest.mark.gpu
+
+# an honest kernel of the fixture, in destination-passing style (SOL's default for a candidate)
+EXPERT_GRADS_KERNEL = """import torch
+
+def run(up, gate, down, grad_up, grad_gate, grad_down):
+    a = up * 2.0
+    b = gate * 0.5
+    torch.add(a, b, out=grad_up)
+    torch.sub(b, a, out=grad_gate)
+    torch.mul(down - 1.0, 0.25, out=grad_down)
+"""
+
+
+def test_large_values_leave_the_device_and_are_judged_there_a_piece_at_a_time() -> None:
+    device = torch.device("cuda")
+    values = [torch.randn(HOST_KEPT_BYTES // 4 + 1024, device=device), 3]
+    got = values[0].clone()
+    before = torch.cuda.memory_allocated(device)
+    kept = kept_aside(values, device)
+    assert values == [] and kept[0].device.type == "cpu" and kept[1] == 3
+    assert torch.cuda.memory_allocated(device) <= before - HOST_KEPT_BYTES
+    tol = Tolerance(atol=1e-5, rtol=1e-5, matched_ratio=1.0)  # every element
+    assert same_bits(got, kept[0]) and check_output("out", got, kept[0], tol).ok
+    peak = torch.cuda.max_memory_allocated(device)
+    torch.cuda.reset_peak_memory_stats(device)
+    got[CHUNK_ELEMENTS + 7] += 1.0  # one element wrong, in the second piece
+    assert not same_bits(got, kept[0])
+    verdict = check_output("out", got, kept[0], tol)
+    assert not verdict.ok and verdict.max_abs == pytest.approx(1.0, rel=1e-3)
+    # never the whole expected output on the device at once: a piece's float32 temporaries only
+    assert torch.cuda.max_memory_allocated(device) - got.nbytes < HOST_KEPT_BYTES // 2, peak
+
+
+def test_an_operator_shaped_like_an_moe_backward_passes_with_an_honest_kernel(tmp_path: Path) -> None:
+    t0 = time.perf_counter()
+    code, res = evaluate(
+        tmp_path, FIXTURES / "r26_expert_grads_large", EXPERT_GRADS_KERNEL, device="cuda", timeout_s=600
+    )
+    took = time.perf_counter() - t0
+    print(f"r26_expert_grads_large: {res['status']} in {took:.1f} s; {res['message'][:400]}")
+    print("spans:", {k: v for k, v in (res.get("spans_s") or {}).items() if v >= 0.1})
+    assert code == 0 and res["status"] == "PASS", res["message"]
+    assert "timing.expected_to_host" in (res.get("spans_s") or {})  # the expected gradients went aside

@@ -1,0 +1,41 @@
+"""The speed-up of an operator whose inputs' shapes follow the seed compares like with like: on a host,
+the reference is timed on the very sets the candidate's timed calls ran on (refcache.seed_shaped_timings),
+never on the bench's one set, and never from the cache (whose key has no seed). Red team round 25 saw
+`bm-r4` read 240-2,114 us against a cached 2,607 us: with one set in three 256 times the others, the
+bench's set and the candidate's five sets fell in different classes, and the speed-up was off by up to
+two orders of magnitude either way. An honest kernel running the reference's own algorithm must read
+about the reference's latency on every workload, every run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.tools.evaluator.harness.near_tie_support import candidate_source
+from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate
+
+# the host's floor: a ~30 us reference call reads ~3-5x slower through the worker's step protocol than
+# on the parent's own thread; a mismatch of set classes is 20-250x
+AGREE = (1 / 5, 12.0)
+
+
+@pytest.mark.slow
+def test_the_reference_of_a_seed_shaped_operator_is_timed_on_the_candidates_own_sets(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("AKA_CACHE_DIR", str(tmp_path / "cache"))
+    ratios = []
+    for run in range(3):
+        code, res = evaluate(
+            tmp_path / f"run{run}",
+            FIXTURES / "r25rt_bimodal_ragged",
+            candidate_source("redteam25_h01_bimodal_honest"),
+        )
+        assert code == 0 and res["status"] == "PASS", res["message"]
+        assert res["reference_timing_cache"]["cached_workloads"] == []  # this evaluation's sets only
+        for w in res["workloads"]:
+            ratios.append((w["id"], w["latency_us"], w["reference_latency_us"]))
+    print(ratios)
+    for wid, latency, reference in ratios:
+        assert AGREE[0] <= latency / reference <= AGREE[1], (wid, latency, reference)
