@@ -22,9 +22,14 @@ from typing import Any
 
 import torch
 
+from .spans import span
+
 HANDLE_BYTES = 64  # sizeof(CUipcMemHandle)
 LAZY_PEER_ACCESS = 1  # CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS
 MIN_SHARED_BYTES = 8 << 20  # smaller tensors cost less through the region than a mapping does
+# a shared tensor is copied into host memory instead where the device would have less than this left: 025
+# MoE backward's worker held 121 GiB of the H200 when the parent copied its 8 GiB gradients (round 26)
+ROOM_BYTES = 2 << 30
 
 
 class ShareError(RuntimeError):
@@ -136,6 +141,10 @@ class Mapped:
                 f"a shared tensor of {nbytes} bytes at {offset} runs past its {size}-byte allocation"
             )
         view = torch.as_tensor(_DeviceBytes(base + offset, nbytes), device=self.device)
+        free, _ = torch.cuda.mem_get_info(self.device)
+        if free < nbytes + ROOM_BYTES:  # the worker holds most of the device: into host memory, judged
+            with span("transfer.device_share_to_host"):  # on the device a piece at a time (numerics)
+                return view.cpu()
         own = view.clone()  # device to device; ordered before the unmapping by the synchronize in close
         return own
 

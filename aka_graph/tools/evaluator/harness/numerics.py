@@ -75,10 +75,11 @@ def check_output(
     alternates: Sequence[tuple[torch.Tensor, torch.Tensor]] = (),
     width: int | None = None,
     prior: Verdict | None = None,
+    on: torch.device | None = None,
 ) -> Verdict:
     """`width`: the length of the lines alternates replace whole (nearest_reference; the output's last
     dim when None); `prior`: an earlier verdict on the same output and reference, whose alternates count
-    too (its `nearest`).
+    too (its `nearest`); `on`: the device compared on (compute_device when None).
 
     An output larger than CHUNK_ELEMENTS is compared in pieces (Tally says how the whole-output rules add
     up over them), so the comparison's float32 temporaries stay small beside the worker: whole, a 9.7 GiB
@@ -96,10 +97,10 @@ def check_output(
         # ratio and the largest errors are the base's, which is all that is compared (round 18: 17 GB
         # stride-0 views of a few megabytes, whose float32 temporaries ran the H200 out of memory)
         got, ref = writable(got), writable(ref)
-    if not alternates and prior is None and same_bits(got, ref):
+    if not alternates and prior is None and same_bits(got, ref, on):
         return Verdict(True, 0.0, 0.0)  # what every rule below concludes of an identical output, at a pass
     got, ref = _as_real(got), _as_real(ref)
-    tally, dev = Tally(name, ref, tol), compute_device(got, ref)
+    tally, dev = Tally(name, ref, tol), on or compute_device(got, ref)
     if alternates or prior is not None or got.numel() <= CHUNK_ELEMENTS:
         tally.add(_f32(got, dev), _f32(ref, dev), 0, alternates, width, prior)
         return tally.verdict()
@@ -113,9 +114,10 @@ def check_output(
 
 
 def compute_device(got: torch.Tensor, ref: torch.Tensor) -> torch.device:
-    """Where an output is compared: the reference's device, or the output's where only the reference is
-    in host memory (the parent's large expected outputs wait there while the worker times: memory.kept_aside,
-    and come to the device a piece at a time)."""
+    """Where an output is compared unless told: the reference's device, or the output's where only the
+    reference is in host memory. The parent's large tensors wait in host memory where the worker holds
+    most of the GPU (its expected outputs: memory.kept_aside; the worker's outputs it copies:
+    device_share.ROOM_BYTES) and come to the device a piece at a time (the session says `on`)."""
     return got.device if ref.device.type == "cpu" and got.device.type != "cpu" else ref.device
 
 
@@ -124,7 +126,7 @@ CHUNK_ELEMENTS = 1 << 24  # compared at once: ~10 float32 temporaries of 64 MiB 
 _BITS = {1: torch.uint8, 2: torch.int16, 4: torch.int32, 8: torch.int64}
 
 
-def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
+def same_bits(a: torch.Tensor, b: torch.Tensor, on: torch.device | None = None) -> bool:
     """Whether two tensors of one shape and dtype hold the same bits everywhere (a NaN equal to a NaN of
     the same payload; -0.0 not equal to 0.0, which then takes the full comparison).
 
@@ -142,7 +144,7 @@ def same_bits(a: torch.Tensor, b: torch.Tensor) -> bool:
             a, b = a.view(bits), b.view(bits)
     except RuntimeError:  # a layout torch will not reinterpret (sparse, quantized): the full way
         return False
-    dev = compute_device(a, b)  # (an expected output in host memory comes over a piece at a time)
+    dev = on or compute_device(a, b)  # (tensors in host memory come over a piece at a time)
     if a.numel() <= CHUNK_ELEMENTS:
         return torch.equal(a.to(dev), b.to(dev))
     if not (a.is_contiguous() and b.is_contiguous()):

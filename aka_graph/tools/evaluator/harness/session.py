@@ -528,7 +528,7 @@ class Session:
             if isinstance(pair, str):
                 verdict.fail("INCORRECT", f"{what}: {name}: {pair}")
                 return False
-            v = check_output(name, *pair, tol)
+            v = check_output(name, *pair, tol, on=self.device)
             if not v.ok and v.numeric and inputs is not None and not pair[1].dtype.is_floating_point:
                 ties = same_selection(*pair, inputs())  # indices among equal values (selections.py)
                 if ties is not None:
@@ -607,7 +607,7 @@ class Session:
             self.near_tie_left_s -= time.monotonic() - began
             if both[0] is None or both[1] is None:
                 return verdict
-            again = check_output(name, *pair, tol, [(both[0], both[1])], width, prior=verdict)
+            again = check_output(name, *pair, tol, [(both[0], both[1])], width, prior=verdict, on=self.device)
             stalled = stalled + 1 if verdict is not None and again.near_ties <= verdict.near_ties else 0
             verdict, unstable = again, unstable or again.moved
             if verdict.ok or stalled >= STALL_CYCLES * (count + 1):  # passed, or the rest is not a tie
