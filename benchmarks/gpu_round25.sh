@@ -3,7 +3,8 @@
 # `bash scripts/build_gpu_kit.sh`, the corpus with `python3 benchmarks/build_public_corpus.py`): the GPU
 # tests of what rounds 23-25 changed on the trusted side (seed-shaped and random operators, a CUDA graph
 # meeting a set of other shapes), the class and format fixtures, the adversarial set, and (round 26) the
-# parent's large expected outputs kept in host memory; then, where ONLY or RETIME names problems, corpus
+# parent's large expected outputs kept in host memory, and the parent's own device memory step by step
+# (parent_memory, on MEMORY_OP); then, where ONLY or RETIME names problems, corpus
 # references as candidates as gpu_round23.sh runs them.
 #   STEPS="seed_shaped classes adversarial host_kept" ONLY="047_moe" RETIME="025_moe" EVAL_TIMEOUT=420 \
 #       bash benchmarks/gpu_round25.sh
@@ -42,7 +43,10 @@ for s in ${STEPS:-seed_shaped classes adversarial}; do
     # shellcheck disable=SC2046
     adversarial) step adversarial "${ADV_LIMIT:-260}" $(par 2) tests/gpu/test_adversarial_gpu.py ;;
     host_kept) step host_kept "${KEPT_LIMIT:-240}" -s tests/gpu/test_host_kept_gpu.py ;;
-    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept)" ;;
+    parent_memory)  # the parent's live device memory step by step (round 26: 8 GiB unexplained on 025)
+        timeout -k 5 "${MEMORY_LIMIT:-240}" python3 benchmarks/gpu_parent_memory.py \
+            "${MEMORY_OP:-.corpus/problems/025_moe_expert_parallel_execution_backward}" 2>&1 | tee "$OUT/parent_memory.txt" ;;
+    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory)" ;;
     esac
 done
 if [ -n "${ONLY:-}${RETIME:-}" ]; then
