@@ -174,3 +174,71 @@ def test_preloading_carried_entries_does_not_import_torch(tmp_path: Path) -> Non
         [sys.executable, "-c", code], cwd=HARNESS_PARENT, env=env, capture_output=True, text=True, timeout=120
     )
     assert proc.stdout.split() == ["2", "False"], proc.stderr[-2000:]  # the entry and the loaded mark
+
+
+class _Reference:
+    """A reference whose timings say where they were measured: the bench's set, or a kernel's own sets."""
+
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def time(self, idx: int, bench_seed: int, l2_bytes: int) -> SimpleNamespace:
+        self.calls.append(("bench", idx, bench_seed))
+        return SimpleNamespace(where="bench", idx=idx)
+
+    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]]) -> SimpleNamespace:
+        self.calls.append(("own", idx, tuple(rounds)))
+        return SimpleNamespace(where="own", idx=idx, rounds=rounds)
+
+
+def _seed_shaped_session(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout_varies: bool
+) -> SimpleNamespace:
+    monkeypatch.setenv("AKA_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(refcache, "jailed", lambda states: True)
+    monkeypatch.setattr(refcache, "operator_digest", lambda op_dir: "op")
+    monkeypatch.setattr(refcache, "entry_key", lambda *a: "k")
+    stored = SimpleNamespace(latency_us=1.0, spread_pct=0.0, samples_us=[1.0], method="host_interpreter",
+                             kernels_per_call=None, notes=[])  # fmt: skip
+    refcache.ReferenceTimingCache(directory=refcache.cache_dir()).put("k", stored)  # a cached figure waits
+    return SimpleNamespace(
+        contract={"layout_varies": layout_varies}, indices=[0, 1], workload_id=lambda i: f"w{i}",
+        device_info={}, l2_bytes=0, bench_seed=77, op=SimpleNamespace(directory=tmp_path),
+        reference=_Reference(),
+    )  # fmt: skip
+
+
+def test_a_seed_shaped_operators_reference_is_timed_on_each_kernels_own_sets_and_never_cached(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
+    a = SimpleNamespace(label="a", worker=None, timed_sets={0: [(11, 5), (12, 4)], 1: [(13, 5)]})
+    b = SimpleNamespace(
+        label="b", worker=None, timed_sets={0: [(21, 3)], 1: [(None, 5)]}
+    )  # 1: the bench's set
+    shared, own, summary = refcache.reference_timings(session, [a, b])
+    assert own["a"][0].rounds == [(11, 5), (12, 4)] and own["a"][1].rounds == [(13, 5)]
+    assert own["b"][0].rounds == [(21, 3)] and 1 not in own["b"]  # b's workload 1 ran on the bench's set
+    assert 0 not in shared and shared[1].where == "bench"  # only where some kernel ran on the bench's set
+    assert ("bench", 1, 77) in session.reference.calls and summary["cached_workloads"] == []
+
+
+def test_on_a_gpu_a_seed_shaped_operators_reference_is_timed_on_this_bench_set_not_taken_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
+    gpu_kernel = SimpleNamespace(label="a", worker=None, timed_sets={})  # a GPU's rounds run on fixed buffers
+    shared, own, summary = refcache.reference_timings(session, [gpu_kernel])
+    assert own == {} and [shared[i].where for i in (0, 1)] == ["bench", "bench"]
+    assert summary["cached_workloads"] == []
+
+
+def test_an_operator_of_fixed_shapes_still_takes_its_reference_from_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
+    shared, own, summary = refcache.reference_timings(
+        session, [SimpleNamespace(label="a", worker=None, timed_sets={})]
+    )
+    assert shared[0].latency_us == 1.0 and own == {} and session.reference.calls == []
+    assert summary["cached_workloads"] == ["w0", "w1"]
