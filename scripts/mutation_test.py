@@ -67,6 +67,18 @@ TARGETS = (
         ),
     ),
     Target(
+        "compute_device",  # where a judgement runs when the parent keeps a large tensor in host memory
+        "aka_graph/tools/evaluator/harness/numerics.py",
+        ("tests/tools/evaluator/harness/test_host_kept.py",),
+        functions=("compute_device",),
+    ),
+    Target(
+        "seed_shaped_reference",  # which sets a seed-shaped operator's reference is timed on
+        "aka_graph/tools/evaluator/harness/refcache.py",
+        ("tests/tools/evaluator/harness/test_refcache.py",),
+        functions=("reference_timings", "_on_the_bench_set", "seed_shaped_timings"),
+    ),
+    Target(
         "same_bits",
         "aka_graph/tools/evaluator/harness/runner.py",
         ("tests/tools/evaluator/harness/test_numerics_mutants.py",),

@@ -118,7 +118,7 @@ def compute_device(got: torch.Tensor, ref: torch.Tensor) -> torch.device:
     reference is in host memory. The parent's large tensors wait in host memory where the worker holds
     most of the GPU (its expected outputs: memory.kept_aside; the worker's outputs it copies:
     device_share.ROOM_BYTES) and come to the device a piece at a time (the session says `on`)."""
-    return got.device if ref.device.type == "cpu" and got.device.type != "cpu" else ref.device
+    return got.device if ref.device.type == "cpu" else ref.device
 
 
 CHUNK_ELEMENTS = 1 << 24  # compared at once: ~10 float32 temporaries of 64 MiB each

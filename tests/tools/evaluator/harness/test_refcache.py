@@ -184,7 +184,8 @@ class _Reference:
 
     def time(self, idx: int, bench_seed: int, l2_bytes: int) -> SimpleNamespace:
         self.calls.append(("bench", idx, bench_seed))
-        return SimpleNamespace(where="bench", idx=idx)
+        return SimpleNamespace(where="bench", idx=idx, latency_us=2.0, spread_pct=0.0, samples_us=[2.0],
+                               method="host_interpreter", kernels_per_call=None, notes=[])  # fmt: skip
 
     def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]]) -> SimpleNamespace:
         self.calls.append(("own", idx, tuple(rounds)))
@@ -242,3 +243,39 @@ def test_an_operator_of_fixed_shapes_still_takes_its_reference_from_the_cache(
     )
     assert shared[0].latency_us == 1.0 and own == {} and session.reference.calls == []
     assert summary["cached_workloads"] == ["w0", "w1"]
+
+
+def test_a_kernel_whose_rounds_ran_partly_on_the_bench_set_is_given_the_bench_sets_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
+    mixed = SimpleNamespace(label="c", worker=None, timed_sets={0: [(31, 5), (None, 4)]})
+    shared, own, _ = refcache.reference_timings(session, [mixed])
+    assert own == {} and shared[0].where == "bench"
+
+
+@pytest.mark.parametrize(
+    ("jailed", "carried", "isolation", "used"),
+    [
+        (True, None, None, True),  # every worker jailed: the host's cache
+        (False, None, "bwrap", False),  # an isolated job without a carried file: nothing to use
+        (False, {}, None, False),  # a carried file, but a job the candidate could reach the coordinator from
+        (False, {}, "bwrap", True),  # carried into an isolated job
+    ],
+)
+def test_the_cache_is_used_only_where_no_candidate_could_have_written_it(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    jailed: bool,
+    carried: dict | None,
+    isolation: str | None,
+    used: bool,
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
+    monkeypatch.setattr(refcache, "jailed", lambda states: jailed)
+    monkeypatch.setattr(refcache, "_carried", lambda: carried)
+    monkeypatch.setattr(refcache, "sandbox_isolation", lambda: isolation)
+    _, _, summary = refcache.reference_timings(
+        session, [SimpleNamespace(label="a", worker=None, timed_sets={})]
+    )
+    assert summary["used"] is used
