@@ -392,9 +392,9 @@ class Bench:
     def call(self, k: int) -> Any:
         """Copy k's call. Its last call's returned outputs are let go first, so a call that returns large
         outputs (an MoE backward's 24 GiB of gradients) never holds two sets of them at once. (On 025 on
-        the H200, round 25, this alone did not avoid the re-validation's out-of-memory error: the fresh set
-        it held did, see worker._revalidate.) What the harness keeps of a call is taken before the next
-        one (keep, outputs_of)."""
+        the H200 this alone did not avoid the re-validation's out-of-memory error: the parent's expected
+        gradients beside the worker did, round 26, memory.kept_aside.) What the harness keeps of a call is
+        taken before the next one (keep, outputs_of)."""
         self.produced.pop(k, None)
         self.produced[k] = self.runner.invoke(self.copies[k], self.outs[k])
         return self.produced[k]

@@ -331,14 +331,7 @@ def kept_aside(values: list[Any], device: torch.device) -> list[Any]:
     if device.type != "cuda" or value_bytes(values) <= HOST_KEPT_BYTES:
         return values
     with span("timing.expected_to_host"):
-        kept = [_host_view(v) for v in values]
+        kept = to_device(to_host(values), torch.device("cpu"))  # (on the host: no second copy)
         values.clear()  # the caller's list too: nothing of them stays on the device
         release(device, force=True)
     return kept
-
-
-def _host_view(v: Any) -> Any:
-    if not isinstance(v, torch.Tensor):
-        return v
-    base = writable(v).cpu()
-    return base.expand(v.shape) if tuple(base.shape) != tuple(v.shape) else base

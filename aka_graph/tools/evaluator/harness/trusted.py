@@ -204,11 +204,11 @@ class Reference:
         medians: list[float] = []
         samples: list[float] = []
         with host_reference_timing() as clock:
-            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0] or 0), 0), 1.0))
+            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0]), 0), 1.0))
             for pool_seed, n in rounds:
                 mine = []
                 for j in range(n):
-                    inputs = self.inputs(idx, timed_seed(int(pool_seed or 0), j), 1.0)
+                    inputs = self.inputs(idx, timed_seed(int(pool_seed), j), 1.0)
                     t0 = clock()
                     runner.invoke(inputs)
                     mine.append((clock() - t0) / 1e3)

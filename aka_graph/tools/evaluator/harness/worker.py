@@ -392,8 +392,8 @@ class Worker:
         """`_revalidate`, once more after the device ran out of memory (`with_room`), as a timing loop
         is: an uncapturable call allocates its outputs as it runs, beside whatever the cache holds in
         fragments (025 MoE backward on the H200, round 25: 16 GiB of them when its 8 GiB gradient did not
-        fit). The retry alone did not save 025; what did not fit there was the fresh set `_revalidate`
-        held through the call."""
+        fit). The retry alone did not save 025: the parent held the re-validation's 24 GiB of expected
+        gradients beside it (round 26; memory.kept_aside)."""
         seed, scale = int(reval[0]), float(reval[1])
         step = lambda: self._revalidate(idx, bench, seed, scale)  # noqa: E731
         return with_room(step, self.benches, self.device, bench, said, keep_outputs=True)
@@ -599,8 +599,7 @@ class Worker:
             bench.poison_outputs(c)
         drawn, scalars = digest(fresh), [None if isinstance(v, torch.Tensor) else v for v in fresh]
         # what the call may not change: the fresh set itself where small, else its fingerprints (the set is
-        # let go before the call: beside the bench's own copy, 025 MoE backward's 24 GiB set left its call
-        # no room for its gradients on the H200, round 25)
+        # let go before the call, as correctness lets its sets go: one large set at a time)
         large = value_bytes(fresh) > SMALL_BYTES
         originals = InputSnapshot(fresh, exact=False) if large else InputSnapshot.untouched(fresh)
         del fresh
