@@ -1,10 +1,12 @@
 """The speed-up of an operator whose inputs' shapes follow the seed compares like with like: on a host,
 the reference is timed on the very sets the candidate's timed calls ran on (refcache.seed_shaped_timings),
 never on the bench's one set, and never from the cache (whose key has no seed). Red team round 25 saw
-`bm-r4` read 240-2,114 us against a cached 2,607 us: with one set in three 256 times the others, the
-bench's set and the candidate's five sets fell in different classes, and the speed-up was off by up to
-two orders of magnitude either way. An honest kernel running the reference's own algorithm must read
-about the reference's latency on every workload, every run."""
+`bm-r4` read 240-2,114 us against a cached 2,607 us. An honest kernel running the reference's own algorithm
+must read about the reference's latency on every workload, every run.
+
+The fixture draws ragged rows on every seed, so the contract's probe always finds the shapes follow the
+seed. `r25rt_bimodal_ragged` (a long batch on one seed in three) escapes the probe in about one evaluation
+in five, and its reference is then the bench set's: that gap is open (issue 9, round 26 note)."""
 
 from __future__ import annotations
 
@@ -29,8 +31,8 @@ def test_the_reference_of_a_seed_shaped_operator_is_timed_on_the_candidates_own_
     for run in range(3):
         code, res = evaluate(
             tmp_path / f"run{run}",
-            FIXTURES / "r25rt_bimodal_ragged",
-            candidate_source("redteam25_h01_bimodal_honest"),
+            FIXTURES / "custom_ragged_shapes",
+            candidate_source("redteam23_h01_ragged_honest"),
         )
         assert code == 0 and res["status"] == "PASS", res["message"]
         assert res["reference_timing_cache"]["cached_workloads"] == []  # this evaluation's sets only
