@@ -33,6 +33,7 @@ from aka_graph.target import CampaignTarget, resolve_target
 from aka_graph.thread_phase import resume_point, thread_phase
 from aka_graph.tools.evaluator.warm import stop_for as stop_warm_evaluators
 from aka_graph.tools.records.privacy import PrivacyViolation
+from aka_graph.tools.records.sqlite_wal import use_wal
 from aka_graph.tools.records.workspace import clear_stale_git_locks
 
 CHECKPOINT_DIR = "checkpoints"
@@ -65,7 +66,7 @@ def open_checkpointer(workspace: Path) -> Iterator[SqliteSaver]:
     path = checkpoint_path(workspace)
     path.parent.mkdir(parents=True, exist_ok=True)
     conn = sqlite3.connect(str(path), check_same_thread=False, timeout=30)
-    conn.execute("PRAGMA journal_mode=WAL")
+    use_wal(conn)
     try:
         yield SqliteSaver(conn, serde=campaign_serde())
     finally:

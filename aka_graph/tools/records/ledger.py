@@ -16,7 +16,6 @@ import json
 import os
 import sqlite3
 import threading
-import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -25,6 +24,7 @@ import sqlite_utils
 from pydantic import BaseModel
 
 from aka_graph.tools.evaluator.evaluation_result import EvaluationResult
+from aka_graph.tools.records.sqlite_wal import use_wal
 
 EVALUATIONS = "evaluations"
 DECISIONS = "decisions"
@@ -104,20 +104,14 @@ class Ledger:
         self._lock = threading.Lock()  # one transaction at a time on the shared connection
         self._initialise()
 
-    def _initialise(self, attempts: int = 50) -> None:
-        """WAL mode + tables, retried: switching the journal mode does not wait on SQLite's busy timeout
-        when several coordinator threads open a fresh ledger at once."""
-        for attempt in range(attempts):
-            try:
-                if self.db.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
-                    self.db.execute("PRAGMA journal_mode=WAL")
-                with self._lock:
-                    self._ensure_schema()
-                return
-            except sqlite3.OperationalError as e:
-                if "locked" not in str(e) or attempt == attempts - 1:
-                    raise
-                time.sleep(0.05 + 0.01 * attempt)
+    def _initialise(self) -> None:
+        """WAL mode + tables (`use_wal` retries while several coordinator threads open a fresh ledger)."""
+
+        def schema() -> None:
+            with self._lock:
+                self._ensure_schema()
+
+        use_wal(self.db.conn, schema)
 
     def _ensure_schema(self) -> None:
         if EVALUATIONS not in self.db.table_names():
