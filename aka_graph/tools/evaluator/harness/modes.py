@@ -356,9 +356,14 @@ def _time_round(
         verdict.fail(*found)
         return None
     verdict.latencies.append(latency)
-    if not on_gpu and session.contract.get("layout_varies"):  # each timed call on a set of its own shapes
+    if not on_gpu:  # the sets the timed calls ran on: the reference's too where shapes follow the seed
         ran_on = pool_seed if reply.get("pool_size") else None
-        ks.timed_sets.setdefault(idx, []).append((ran_on, len(reply.get("samples_us") or [])))
+        calls_timed = len(reply.get("samples_us") or [])
+        ks.timed_sets.setdefault(idx, []).append((ran_on, calls_timed))
+        if ran_on is not None and _timed_on_other_shapes(session, idx, ran_on, calls_timed, reply):
+            session.contract["layout_varies"] = True
+            note = "timed on fresh sets of other shapes than the bench's: the inputs' shapes follow the seed"
+            verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     verdict.spread = reply["spread_pct"]
     verdict.method = reply["method"]
     verdict.kernels_per_call = reply.get("kernels_per_call")
@@ -391,6 +396,26 @@ def burst_basis(latency: float, reply: dict[str, Any], on_gpu: bool) -> float:
     runs). Work hidden from the timed calls shows in both their median and their mean."""
     samples = [float(v) for v in reply.get("samples_us") or []]
     return latency if on_gpu or not samples else max(latency, statistics.fmean(samples))
+
+
+def _timed_on_other_shapes(
+    session: Session, idx: int, pool_seed: int, calls: int, reply: dict[str, Any]
+) -> bool:
+    """On a host, whether a round's timed calls ran on fresh sets of other shapes than the bench's, where
+    the contract's probe took the shapes for fixed. The worker's bench lets such a set take its buffers'
+    place (Bench.take_set), so the kernel was timed on it, and the reference must be timed on the same
+    sets (refcache.seed_shaped_timings), not on the bench's one: a generator drawing a long batch on one
+    seed in three escaped the probe's five seeds in about one evaluation in five, and a speed-up then
+    compared a kernel on long sets with a reference on a short one (round 26). The parent draws the
+    sets itself (`timed_seed(pool_seed, j)`, as the worker did): nothing here rests on the worker's word."""
+    if session.contract.get("layout_varies") or not session.reference.seed_may_shape:
+        return False
+    sets = min(calls, int(reply.get("pool_size") or 0))
+    with span("timing.layout_check"):
+        return any(
+            session.reference.shapes_differ(idx, timed_seed(pool_seed, j), session.bench_seed)
+            for j in range(sets)
+        )
 
 
 SAME_SHAPE_TRIES = 4  # fresh seeds drawn for a re-validation set of the bench's shapes (seed-shaped, GPU)

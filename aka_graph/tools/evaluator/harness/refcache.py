@@ -269,7 +269,9 @@ def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], 
             continue  # every kernel's timed calls ran on sets of their own: `own` holds the reference's
         wid = session.workload_id(idx)
         # a seed-shaped operator's bench set is this evaluation's own (its seed, its shapes): never cached
-        key = entry_key(op_digest, f"{idx}:{wid}", session.device_info, settings) if cache.enabled else ""
+        key = ""
+        if cache.enabled and not seed_shaped:
+            key = entry_key(op_digest, bench_set_key(session, idx), session.device_info, settings)
         timing = None if seed_shaped else cache.get(key, wid)
         if timing is None:
             try:
@@ -281,6 +283,17 @@ def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], 
                 cache.put(key, timing)
         out[idx] = timing
     return out, own, cache.summary()
+
+
+def bench_set_key(session: Any, idx: int) -> str:
+    """What the cache knows a workload's bench set by: its index and id, and where the operator's own
+    generator may shape the inputs by the seed, the bench set's shapes. The bench seed is fresh in every
+    evaluation; a generator whose probe saw fixed shapes may still draw a long batch on some seeds, and a
+    reference timed on one evaluation's long set must not answer for another's short one."""
+    key = f"{idx}:{session.workload_id(idx)}"
+    if session.reference.seed_may_shape:
+        key += f":{session.reference.bench_layout(idx, session.bench_seed)}"
+    return key
 
 
 def _on_the_bench_set(idx: int, states: list[Any]) -> bool:

@@ -140,24 +140,33 @@ class Reference:
         contract["stochastic"] = first == again(seed, seed) != again(seed, seed + 1)
         # a custom generator whose tensors' shapes depend on the seed (ragged lengths drawn at random):
         # fresh values cannot be written into a bench's fixed buffers (timed sets, re-validation)
-        generated = self.op.kind == "native" or bool(self.op.custom_inputs_entrypoint)  # random/blob: fixed
         # several seeds: a few ragged rows can sum to the same length on two seeds (seen on the H200: 4 rows
         # of 0-10 values matched, and fixed buffers then met a set of another length); one set at a time
         # (seeds hashed as the timed sets' are, not consecutive ones: a generator that shapes by a high bit
         # of its seed agreed on seed+1..+4 and differed on half the timed sets: red team round 24)
-        contract["layout_varies"] = generated and any(
+        contract["layout_varies"] = self.seed_may_shape and any(
             layout != _layout(self.inputs(idx, timed_seed(seed, k), 1.0)) for k in range(1, LAYOUT_SEEDS + 1)
         )
         return contract
+
+    @property
+    def seed_may_shape(self) -> bool:
+        """Whether the operator's inputs can take their shapes from the seed: a generator of its own (a
+        custom entrypoint, a native operator's); random tensors of declared shapes and blobs are fixed."""
+        return self.op.kind == "native" or bool(self.op.custom_inputs_entrypoint)
 
     def shapes_differ(self, idx: int, seed: int, bench_seed: int) -> bool:
         """Whether workload `idx`'s inputs drawn from `seed` have other shapes than those drawn from the
         bench's seed (kept: asked again each timing round): the parent's own look at a worker's report
         that fixed buffers met a set of other shapes (bench.LayoutChanged), and its search for a
         re-validation set that fits them. One set alive at a time."""
+        return _layout(self.inputs(idx, seed, 1.0)) != self.bench_layout(idx, bench_seed)
+
+    def bench_layout(self, idx: int, bench_seed: int) -> list[Any]:
+        """The shapes and dtypes of workload `idx`'s bench set, drawn once per bench seed."""
         if (idx, bench_seed) not in self.bench_layouts:
             self.bench_layouts[idx, bench_seed] = _layout(self.inputs(idx, bench_seed, 1.0))
-        return _layout(self.inputs(idx, seed, 1.0)) != self.bench_layouts[idx, bench_seed]
+        return self.bench_layouts[idx, bench_seed]
 
     def revalidation_inputs(
         self, idx: int, seed: int, scale: float, scalars: list[Any] | None, bench_seed: int

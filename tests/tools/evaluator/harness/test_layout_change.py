@@ -161,6 +161,7 @@ def session(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
 
     reference = SimpleNamespace(
         shapes_differ=shapes_differ,
+        seed_may_shape=True,
         drawn=drawn,
         generation_s={},
         revalidation_inputs=lambda *a: [torch.zeros(4, 8)],
@@ -279,3 +280,47 @@ def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_reva
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["reval"] is None and ks.sent[1]["pool_seed"] == 2 and session.reference.drawn == []
     assert ks.timed_sets == {0: [(2, 5)]}  # the sets the reference is timed on too (refcache.py)
+
+
+# --- a host round on sets of other shapes, where the probe saw fixed ones -----------------------------------
+
+
+def host_session(session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, fresh: list[int]) -> TimedOnce:
+    session.device = torch.device("cpu")
+    monkeypatch.setattr(modes, "fresh_seed", iter(fresh).__next__)
+    monkeypatch.setattr(modes, "timed_round", lambda ks, msg, *a: ks.request(msg, 1.0))
+    return TimedOnce()
+
+
+def test_a_host_round_whose_fresh_sets_took_other_shapes_makes_the_operator_seed_shaped(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The probe said fixed shapes; the round's sets (timed_seed(pool seed, j), drawn by the parent) have
+    other shapes than the bench's on odd seeds: from here on the reference is timed on the kernels' sets."""
+    pool_seed = next(p for p in range(2, 100) if any(timed_seed(p, j) % 2 for j in range(5)))
+    ks = host_session(session, monkeypatch, [1, pool_seed, 3, 4])
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert session.contract["layout_varies"] and "shapes follow the seed" in ks.verdicts[0].message
+    assert ks.timed_sets == {0: [(pool_seed, 5)]}
+    assert set(session.reference.drawn) <= {timed_seed(pool_seed, j) for j in range(5)}
+
+
+def test_a_host_round_on_sets_of_the_bench_shapes_leaves_the_contract_as_it_was(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    pool_seed = next(p for p in range(2, 1000) if all(timed_seed(p, j) % 2 == 0 for j in range(5)))
+    ks = host_session(session, monkeypatch, [1, pool_seed, 3, 4])
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert not session.contract.get("layout_varies") and not ks.verdicts[0].message
+    assert ks.timed_sets == {0: [(pool_seed, 5)]}  # recorded all the same: a later round may flip it
+    assert sorted(session.reference.drawn) == sorted(timed_seed(pool_seed, j) for j in range(5))
+
+
+def test_fixed_shaped_inputs_are_not_drawn_again_to_look_at_their_shapes(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Random tensors of declared shapes (no generator of the operator's own) cannot follow the seed."""
+    session.reference.seed_may_shape = False
+    ks = host_session(session, monkeypatch, [1, 2, 3, 4])
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert session.reference.drawn == [] and not session.contract.get("layout_varies")

@@ -179,8 +179,14 @@ def test_preloading_carried_entries_does_not_import_torch(tmp_path: Path) -> Non
 class _Reference:
     """A reference whose timings say where they were measured: the bench's set, or a kernel's own sets."""
 
-    def __init__(self) -> None:
+    def __init__(self, layouts: dict[int, list] | None = None) -> None:
         self.calls: list[tuple] = []
+        self.layouts = layouts  # bench seed -> its set's shapes, for a generator of the operator's own
+        self.seed_may_shape = layouts is not None
+
+    def bench_layout(self, idx: int, bench_seed: int) -> list:
+        assert self.layouts is not None
+        return self.layouts[bench_seed]
 
     def time(self, idx: int, bench_seed: int, l2_bytes: int) -> SimpleNamespace:
         self.calls.append(("bench", idx, bench_seed))
@@ -279,3 +285,32 @@ def test_the_cache_is_used_only_where_no_candidate_could_have_written_it(
         session, [SimpleNamespace(label="a", worker=None, timed_sets={})]
     )
     assert summary["used"] is used
+
+
+def test_the_cache_knows_a_bench_set_of_a_generator_of_the_operators_own_by_its_shapes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A generator whose probe saw fixed shapes may still draw a long batch on some seeds; the bench seed
+    is fresh in every evaluation, so the figure of one evaluation's long bench set must not answer for
+    another's short one (the key has no seed)."""
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
+    session.reference = _Reference({1: [((64, 8),)], 2: [((16384, 8),)], 3: [((64, 8),)]})
+    keys = []
+    for seed in (1, 2, 3):
+        session.bench_seed = seed
+        keys.append(refcache.bench_set_key(session, 0))
+    assert keys[0] == keys[2] != keys[1]
+    monkeypatch.setattr(refcache, "entry_key", lambda op, workload, *a: workload)
+    session.bench_seed = 2
+    refcache.reference_timings(session, [SimpleNamespace(label="a", worker=None, timed_sets={})])
+    assert ("bench", 0, 2) in session.reference.calls  # measured: nothing was stored for the long set
+    session.reference.calls.clear()
+    refcache.reference_timings(session, [SimpleNamespace(label="a", worker=None, timed_sets={})])
+    assert session.reference.calls == []  # the same shapes again: from the cache
+
+
+def test_random_inputs_of_declared_shapes_are_known_by_the_workload_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
+    assert refcache.bench_set_key(session, 1) == "1:w1"

@@ -4,9 +4,12 @@ never on the bench's one set, and never from the cache (whose key has no seed). 
 `bm-r4` read 240-2,114 us against a cached 2,607 us. An honest kernel running the reference's own algorithm
 must read about the reference's latency on every workload, every run.
 
-The fixture draws ragged rows on every seed, so the contract's probe always finds the shapes follow the
-seed. `r25rt_bimodal_ragged` (a long batch on one seed in three) escapes the probe in about one evaluation
-in five, and its reference is then the bench set's: that gap is open (issue 9, round 26 note)."""
+Two fixtures: ragged rows drawn on every seed (the contract's probe always finds the shapes follow the
+seed), and `r25rt_bimodal_ragged`, a long batch on one seed in three, whose five probe seeds all draw one
+class in about one evaluation in five. Its honest kernel then read 116 us against 723 us (round 26's
+clean-clone CI): the reference was timed on the bench's set. Now a host round whose fresh sets took other
+shapes makes the operator seed-shaped (modes._timed_on_other_shapes). Six runs of the bimodal fixture
+after that change read 1.7-4.0x on every workload, two of them through that path."""
 
 from __future__ import annotations
 
@@ -23,15 +26,16 @@ AGREE = (1 / 5, 12.0)
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("fixture", ["custom_ragged_shapes", "r25rt_bimodal_ragged"])
 def test_the_reference_of_a_seed_shaped_operator_is_timed_on_the_candidates_own_sets(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fixture: str
 ) -> None:
     monkeypatch.setenv("AKA_CACHE_DIR", str(tmp_path / "cache"))
     ratios = []
-    for run in range(3):
+    for run in range(5 if fixture == "r25rt_bimodal_ragged" else 3):  # the probe's miss: ~1 run in 5
         code, res = evaluate(
             tmp_path / f"run{run}",
-            FIXTURES / "custom_ragged_shapes",
+            FIXTURES / fixture,
             candidate_source("redteam23_h01_ragged_honest"),
         )
         assert code == 0 and res["status"] == "PASS", res["message"]
