@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .isolate import sandbox_isolation
+from .spans import span
 
 if TYPE_CHECKING:
     from .timing import Timing
@@ -291,8 +292,9 @@ def bench_set_key(session: Any, idx: int) -> str:
     evaluation; a generator whose probe saw fixed shapes may still draw a long batch on some seeds, and a
     reference timed on one evaluation's long set must not answer for another's short one."""
     key = f"{idx}:{session.workload_id(idx)}"
-    if session.reference.seed_may_shape:
-        key += f":{session.reference.bench_layout(idx, session.bench_seed)}"
+    if session.reference.seed_may_shape:  # one draw of the bench set (its shapes only are kept)
+        with span("reference.bench_layout"):
+            key += f":{session.reference.bench_layout(idx, session.bench_seed)}"
     return key
 
 
