@@ -74,7 +74,13 @@ def items(
 
 
 def one(
-    label: str, problem: Path, solution: Path | None, device: str, timeout_s: float, gpus: queue.Queue | None
+    label: str,
+    problem: Path,
+    solution: Path | None,
+    device: str,
+    timeout_s: float,
+    gpus: queue.Queue | None,
+    shape_ids: list[str] | None = None,
 ) -> dict[str, Any]:
     """One evaluation, on a GPU of its own when `gpus` holds free GPU indices (taken, then given back)."""
     meta = json.loads((problem / "metadata.json").read_text())
@@ -84,14 +90,14 @@ def one(
             kernel = solution or reference_kernel(problem, Path(tmp) / "kernel")
             env = {"CUDA_VISIBLE_DEVICES": str(gpu)} if gpu is not None else None
             t0 = time.perf_counter()
-            res = evaluate(problem, kernel, device, 3, None, timeout_s, env_extra=env)
+            res = evaluate(problem, kernel, device, 3, shape_ids or None, timeout_s, env_extra=env)
             wall = time.perf_counter() - t0
     finally:
         if gpus is not None:
             gpus.put(gpu)
     workloads = res.get("workloads") or []
     return {
-        "label": label,
+        "label": label + (f" ({len(shape_ids)} workloads)" if shape_ids else ""),
         "subset": meta.get("subset"),
         "status": res.get("status"),
         "message": short_message(str(res.get("message", ""))),
@@ -163,6 +169,8 @@ def main() -> int:
     ap.add_argument("--out", type=Path, help="JSON lines, appended as evaluations finish")
     ap.add_argument("--resume", action="store_true", help="skip labels --out already holds")
     ap.add_argument("--table", type=Path, help="print the table of a results file and stop")
+    ap.add_argument("--shape-id", action="append", default=[], dest="shape_ids",
+                    help="only this workload (repeatable; with --only naming one problem)")  # fmt: skip
     args = ap.parse_args()
     if args.table:
         print(table([json.loads(x) for x in args.table.read_text().splitlines() if x.strip()]))
@@ -190,7 +198,7 @@ def main() -> int:
     print(f"{len(todo)} evaluations ({args.kind}, {args.device}, {args.parallel} at a time)", flush=True)
     rows = []
     with concurrent.futures.ThreadPoolExecutor(max_workers=args.parallel) as pool:
-        futures = [pool.submit(one, *t, args.device, args.timeout, gpus) for t in todo]
+        futures = [pool.submit(one, *t, args.device, args.timeout, gpus, args.shape_ids) for t in todo]
         for fut in concurrent.futures.as_completed(futures):
             row = fut.result()
             rows.append(row)

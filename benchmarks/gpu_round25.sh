@@ -4,7 +4,8 @@
 # tests of what rounds 23-25 changed on the trusted side (seed-shaped and random operators, a CUDA graph
 # meeting a set of other shapes), the class and format fixtures, the adversarial set, and (round 26) the
 # parent's large expected outputs kept in host memory, and the parent's own device memory step by step
-# (parent_memory, on MEMORY_OP); then, where ONLY or RETIME names problems, corpus
+# (parent_memory, on MEMORY_OP), and one problem on some of its workloads (subset: SUBSET_OP, SUBSET_SHAPES,
+# the ids); then, where ONLY or RETIME names problems, corpus
 # references as candidates as gpu_round23.sh runs them.
 #   STEPS="seed_shaped classes adversarial host_kept" ONLY="047_moe" RETIME="025_moe" EVAL_TIMEOUT=420 \
 #       bash benchmarks/gpu_round25.sh
@@ -46,7 +47,12 @@ for s in ${STEPS:-seed_shaped classes adversarial}; do
     parent_memory)  # the parent's live device memory step by step (round 26: 8 GiB unexplained on 025)
         timeout -k 5 "${MEMORY_LIMIT:-240}" python3 benchmarks/gpu_parent_memory.py \
             "${MEMORY_OP:-.corpus/problems/025_moe_expert_parallel_execution_backward}" 2>&1 | tee "$OUT/parent_memory.txt" ;;
-    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory)" ;;
+    subset)  # SUBSET_OP's own reference on the workloads SUBSET_SHAPES names (a problem too long for one call)
+        # shellcheck disable=SC2046
+        timeout -k 5 "${SUBSET_LIMIT:-400}" python3 benchmarks/bench_public_corpus.py --only "$SUBSET_OP" \
+            $(for s in $SUBSET_SHAPES; do echo --shape-id "$s"; done) --parallel 1 \
+            --timeout "${EVAL_TIMEOUT:-900}" --out "$OUT/subset.jsonl" 2>&1 | tee "$OUT/subset.txt" ;;
+    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory, subset)" ;;
     esac
 done
 if [ -n "${ONLY:-}${RETIME:-}" ]; then
