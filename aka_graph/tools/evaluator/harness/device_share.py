@@ -22,6 +22,7 @@ from typing import Any
 
 import torch
 
+from .memory import host_copy
 from .spans import span
 
 HANDLE_BYTES = 64  # sizeof(CUipcMemHandle)
@@ -144,7 +145,7 @@ class Mapped:
         free, _ = torch.cuda.mem_get_info(self.device)
         if free < nbytes + ROOM_BYTES:  # the worker holds most of the device: into host memory, judged
             with span("transfer.device_share_to_host"):  # on the device a piece at a time (numerics)
-                return view.cpu()
+                return host_copy(view)
         own = view.clone()  # device to device; ordered before the unmapping by the synchronize in close
         return own
 

@@ -17,7 +17,7 @@ from .gpu_neighbours import shared_gpu_verdict
 from .graphcheck import verify_graph_copies
 from .hostclock import ClockPairs, timed_round
 from .isolate import sandbox_isolation, unavailable
-from .memory import CORRECTNESS_GENERATION_S, kept_aside, settle
+from .memory import CORRECTNESS_GENERATION_S, kept_aside, release_pinned, settle
 from .phases import startup_timeline, transfer_summary
 from .plausibility import DISPUTE_RETRIES, check_worker, is_disagreement
 from .refcache import flush as flush_reference_cache
@@ -670,6 +670,7 @@ def run(
             phases["timing"] = time.perf_counter() - t0 - sum(phases.values())
     finally:
         stop_workers(states)
+        release_pinned()  # the page-locked host copies of large outputs (memory.host_copy)
     try:
         # only now: no candidate's code runs while the reference is timed (red team round 7: a thread
         # left by the burst burned the CPU then, inflating the speed-up's denominator and the cache)
