@@ -41,6 +41,26 @@ def live_blocks(top: int, min_bytes: int) -> list[tuple[int, str]]:
     return sorted(found, reverse=True)[:top]
 
 
+def pinning_segments(min_segment: int) -> list[str]:
+    """Segments of at least `min_segment` bytes that empty_cache cannot give back: a live block inside
+    keeps the whole segment reserved (a small allocation split off a large cached block)."""
+    lines = []
+    for segment in torch.cuda.memory._snapshot()["segments"]:
+        live = [b for b in segment["blocks"] if b["state"] == "active_allocated"]
+        if segment["total_size"] < min_segment or not live:
+            continue
+        lines.append(f"   segment {segment['total_size'] / GIB:.2f} GiB held by {len(live)} live block(s):")
+        for block in sorted(live, key=lambda b: -b["size"])[:4]:
+            frames = [
+                f
+                for f in block.get("frames", [])
+                if f["filename"].endswith(".py") or "definition" in f["filename"]
+            ]
+            where = " <- ".join(f"{Path(f['filename']).name}:{f['line']} {f['name']}" for f in frames[:6])
+            lines.append(f"      {block['size'] / 2**20:9.1f} MiB  {where or '(no Python frame)'}")
+    return lines
+
+
 def report(step: str, top: int) -> None:
     gc.collect()
     torch.cuda.synchronize()
@@ -48,6 +68,10 @@ def report(step: str, top: int) -> None:
     print(f"== {step}: allocated {alloc / GIB:.2f} GiB, reserved {reserved / GIB:.2f} GiB")
     for size, where in live_blocks(top, 256 << 20):
         print(f"   {size / GIB:6.2f} GiB  {where}")
+    torch.cuda.empty_cache()
+    print(f"   after empty_cache: reserved {torch.cuda.memory_reserved() / GIB:.2f} GiB")
+    for line in pinning_segments(1 << 30):
+        print(line)
 
 
 def main() -> int:

@@ -36,7 +36,7 @@ step() {  # step NAME SECONDS PYTEST-ARGS...: one pytest run with its own limit 
         "$OUT/$name.txt" | tail -25
 }
 
-for s in ${STEPS:-seed_shaped classes adversarial}; do
+for s in ${STEPS-seed_shaped classes adversarial}; do  # (STEPS="" runs none)
     case $s in
     seed_shaped) step seed_shaped "${SEED_LIMIT:-200}" -s tests/gpu/test_seed_shaped_gpu.py ;;
     # shellcheck disable=SC2046
@@ -52,7 +52,10 @@ for s in ${STEPS:-seed_shaped classes adversarial}; do
         timeout -k 5 "${SUBSET_LIMIT:-400}" python3 benchmarks/bench_public_corpus.py --only "$SUBSET_OP" \
             $(for s in $SUBSET_SHAPES; do echo --shape-id "$s"; done) --parallel 1 \
             --timeout "${EVAL_TIMEOUT:-900}" --out "$OUT/subset.jsonl" 2>&1 | tee "$OUT/subset.txt" ;;
-    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory, subset)" ;;
+    speed)  # the rmsnorm evaluation's wall, cold (the user's command) and warm (the campaign's service)
+        timeout -k 5 "${SPEED_LIMIT:-240}" python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --warm \
+            --out "$OUT/eval_speed" 2>&1 | tee "$OUT/speed.txt" ;;
+    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory, subset, speed)" ;;
     esac
 done
 if [ -n "${ONLY:-}${RETIME:-}" ]; then
