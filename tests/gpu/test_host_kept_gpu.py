@@ -95,3 +95,39 @@ def test_a_large_copy_to_the_host_is_page_locked_and_its_pages_are_reused_until_
     print(f"host copies of {t.nbytes / 2**30:.1f} GiB: page-locked {timings} s, pageable {pageable:.2f} s")
     assert min(timings[1:]) < pageable  # reused pages at the link's rate beat a pageable copy
     assert not host_copy(torch.randn(1024, device="cuda")).is_pinned()  # small: as Tensor.cpu copies it
+
+
+PINNING = """
+import sys, torch
+from aka_graph.tools.evaluator.harness.memory import place_library_workspaces
+device = torch.device("cuda")
+if sys.argv[1] == "placed":
+    place_library_workspaces(device)
+big = torch.empty(2 << 30, dtype=torch.uint8, device=device)
+del big  # back to the cache: a 2 GiB block a small allocation may be split off
+x = torch.ones(64, 64, device=device, dtype=torch.bfloat16)
+y = torch.nn.functional.linear(x, x, x[0]) @ x.float().T.to(torch.bfloat16)
+del x, y
+torch.cuda.empty_cache()
+print(torch.cuda.memory_reserved(device))
+"""
+
+
+@pytest.mark.parametrize(("placed", "pinned"), [("first", False), ("late", True)])
+def test_library_workspaces_placed_first_never_pin_a_large_cached_block(placed: str, pinned: bool) -> None:
+    """The parent of 025 MoE backward kept 8 GiB reserved for its whole run: the cuBLAS workspace (32 MiB,
+    kept for the process's life) was split off a cached 8 GiB block by the contract probe's first matmul.
+    Placed first (memory.place_library_workspaces), the workspaces sit in segments of their own."""
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO_ROOT
+
+    arg = "placed" if placed == "first" else "late"
+    proc = subprocess.run(
+        [sys.executable, "-c", PINNING, arg], cwd=REPO_ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    reserved = int(proc.stdout.split()[-1])
+    print(f"workspaces placed {placed}: {reserved / 2**20:.0f} MiB reserved after empty_cache")
+    assert (reserved >= 1 << 30) == pinned

@@ -24,11 +24,13 @@ from .isolate import memory_limit_bytes
 from .layout import value_bytes
 from .loading import load_operator
 from .memory import (
+    LARGE_WORKLOAD_BYTES,
     HostTooSmall,
     generator_seeds,
     host_shortfall,
     one_seed_at_a_time,
     output_bytes,
+    place_library_workspaces,
     release,
     release_cached,
     spare_bytes,
@@ -284,6 +286,8 @@ class Session:
         if self.device.type == "cpu":
             self._check_host_memory()
         self.device_info = device_info(self.device)  # on a GPU: creates the parent's CUDA context
+        if self.device.type == "cuda" and self._largest_declared_bytes() >= LARGE_WORKLOAD_BYTES:
+            place_library_workspaces(self.device)  # before anything large is cached (memory.py)
         self.times["device_ready"] = time.perf_counter()
         table = load_table(settings.peak_table) if settings.peak_table else None
         self.spec: GpuSpec | None = None
@@ -320,6 +324,12 @@ class Session:
         # directions are drawn from with the inputs' digest (one output on one input, one verdict)
         self.near_tie_left_s, self.near_tie_secret = BUDGET_S, fresh_seed()
         self.draw_seeds()
+
+    def _largest_declared_bytes(self) -> int:
+        """The largest chosen workload's declared inputs and outputs (SOL operators; 0 for others)."""
+        if self.op.kind != "sol":
+            return 0
+        return max((declared_bytes(self.op, self.op.workloads[i]) for i in self.indices), default=0)
 
     def _check_host_memory(self) -> None:
         """Before anything is drawn: a CPU evaluation of a workload this host cannot hold twice stops as
