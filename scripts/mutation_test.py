@@ -76,7 +76,13 @@ TARGETS = (
         "seed_shaped_reference",  # which sets a seed-shaped operator's reference is timed on
         "aka_graph/tools/evaluator/harness/refcache.py",
         ("tests/tools/evaluator/harness/test_refcache.py",),
-        functions=("reference_timings", "_on_the_bench_set", "seed_shaped_timings"),
+        functions=("reference_timings", "_on_the_bench_set", "seed_shaped_timings", "bench_set_key"),
+    ),
+    Target(
+        "host_round_shapes",  # a host round on sets of other shapes makes the operator seed-shaped
+        "aka_graph/tools/evaluator/harness/modes.py",
+        ("tests/tools/evaluator/harness/test_layout_change.py",),
+        functions=("_timed_on_other_shapes",),
     ),
     Target(
         "same_bits",

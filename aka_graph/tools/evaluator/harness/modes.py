@@ -410,7 +410,7 @@ def _timed_on_other_shapes(
     sets itself (`timed_seed(pool_seed, j)`, as the worker did): nothing here rests on the worker's word."""
     if session.contract.get("layout_varies") or not session.reference.seed_may_shape:
         return False
-    sets = min(calls, int(reply.get("pool_size") or 0))
+    sets = min(calls, int(reply["pool_size"]))  # call i ran on set i % pool size (Bench.perturb)
     with span("timing.layout_check"):
         return any(
             session.reference.shapes_differ(idx, timed_seed(pool_seed, j), session.bench_seed)

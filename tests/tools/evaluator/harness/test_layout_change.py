@@ -142,7 +142,7 @@ class GraphWorker:
             change = {"seed": self.seed, "message": "copy 0: a set of (5, 8) for buffers of (4, 8)"}
             return {"layout_changed": change}
         med, spread = summarize([5.8] * 5)
-        pool = 5 if msg.get("pool_seed") else 0
+        pool = getattr(self, "pool", 5) if msg.get("pool_seed") else 0
         return {"latency_us": med, "spread_pct": spread, "samples_us": [5.8] * 5, "violations": [],
                 "method": "cuda_graph", "calls": 10, "pool_size": pool}  # fmt: skip
 
@@ -324,3 +324,19 @@ def test_fixed_shaped_inputs_are_not_drawn_again_to_look_at_their_shapes(
     ks = host_session(session, monkeypatch, [1, 2, 3, 4])
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert session.reference.drawn == [] and not session.contract.get("layout_varies")
+
+
+def test_only_the_sets_a_round_ran_on_are_looked_at(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Five calls on a pool of two sets ran on sets 0 and 1 only (call i on set i % 2): a set the pool
+    never held says nothing of what the kernel was timed on."""
+    pool_seed = next(
+        p for p in range(2, 5000)
+        if all(timed_seed(p, j) % 2 == 0 for j in range(2)) and any(timed_seed(p, j) % 2 for j in range(2, 5))
+    )  # fmt: skip
+    ks = host_session(session, monkeypatch, [1, pool_seed, 3, 4])
+    ks.pool = 2
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert not session.contract.get("layout_varies")
+    assert sorted(session.reference.drawn) == sorted(timed_seed(pool_seed, j) for j in range(2))

@@ -186,6 +186,7 @@ class _Reference:
 
     def bench_layout(self, idx: int, bench_seed: int) -> list:
         assert self.layouts is not None
+        self.calls.append(("layout", idx, bench_seed))
         return self.layouts[bench_seed]
 
     def time(self, idx: int, bench_seed: int, l2_bytes: int) -> SimpleNamespace:
@@ -306,7 +307,7 @@ def test_the_cache_knows_a_bench_set_of_a_generator_of_the_operators_own_by_its_
     assert ("bench", 0, 2) in session.reference.calls  # measured: nothing was stored for the long set
     session.reference.calls.clear()
     refcache.reference_timings(session, [SimpleNamespace(label="a", worker=None, timed_sets={})])
-    assert session.reference.calls == []  # the same shapes again: from the cache
+    assert [c for c in session.reference.calls if c[0] != "layout"] == []  # the same shapes: from the cache
 
 
 def test_random_inputs_of_declared_shapes_are_known_by_the_workload_alone(
@@ -314,3 +315,15 @@ def test_random_inputs_of_declared_shapes_are_known_by_the_workload_alone(
 ) -> None:
     session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
     assert refcache.bench_set_key(session, 1) == "1:w1"
+
+
+@pytest.mark.parametrize("layout_varies", [False, True], ids=["cache off", "seed-shaped"])
+def test_the_bench_set_is_not_drawn_for_its_shapes_where_the_cache_is_not_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, layout_varies: bool
+) -> None:
+    """Its shapes only key the cache; a large generator's draw takes seconds (025: 0.3 s a workload)."""
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=layout_varies)
+    session.reference = _Reference({77: [((64, 8),)]})
+    monkeypatch.setattr(refcache, "jailed", lambda states: layout_varies)  # off unless seed-shaped
+    refcache.reference_timings(session, [SimpleNamespace(label="a", worker=None, timed_sets={})])
+    assert not [c for c in session.reference.calls if c[0] == "layout"]
