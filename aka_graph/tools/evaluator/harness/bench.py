@@ -48,6 +48,7 @@ from .timing import (
     estimate_us,
     event_samples,
     flush_buffer,
+    flush_host_caches,
     judge_capture,
     needs_flush,
     replicate,
@@ -547,6 +548,13 @@ class Bench:
         for t in self.outs[k] or []:  # and outputs that are neither NaN nor the last answer
             random_poison_(t)
 
+    def prepare_timed_call(self, i: int) -> None:
+        """Untimed, before host-timed call i, in the candidate's worker (the parent's "prepare" step) and
+        in the parent timing the reference alike: the perturbation, then the host's caches flushed
+        (timing.flush_host_caches), so both calls start from the same cold caches."""
+        self.perturb(i)
+        flush_host_caches()
+
     def _unseen_variant(self, k: int, i: int, salt: int) -> tuple[float, int]:
         """(scale, roll) of the pristine inputs for perturbed call i: a variant no earlier call of this
         bench got (issue 13: a cache keyed on input values answered a burst that repeated one set; the
@@ -599,8 +607,8 @@ class Bench:
         after = self.keep if pool else None
         if self.device.type != "cuda":
             timing = time_host(
-                self.call, n, self.first_s, prepare=self.perturb, after=after, clock=self.host_clock,
-                sets=len(pool) if pool else None,
+                self.call, n, self.first_s, prepare=self.prepare_timed_call, after=after,
+                clock=self.host_clock, sets=len(pool) if pool else None,
             )  # fmt: skip
         elif self.graph is None:
             # one fresh input set per timed call; fewer calls where they are long (timing.event_samples)

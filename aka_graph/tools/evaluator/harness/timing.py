@@ -19,6 +19,7 @@ import time
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import torch
@@ -143,6 +144,45 @@ def flush_buffer(device: torch.device, l2_bytes: int) -> torch.Tensor:
     if key not in _FLUSH:
         _FLUSH[key] = torch.empty(max(2 * l2_bytes // 4, 1), dtype=torch.int32, device=device)
     return _FLUSH[key]
+
+
+HOST_FLUSH_MIN = 8 << 20  # bytes a host cache flush touches at least (no cache size readable: this)
+HOST_FLUSH_MAX = 512 << 20  # and at most (a CPU of a huge last-level cache is flushed in part)
+CPU_CACHES = Path("/sys/devices/system/cpu/cpu0/cache")
+
+
+def last_level_cache_bytes(caches: Path = CPU_CACHES) -> int:
+    """The largest cache of the first CPU as sysfs lists it (`index3/size`: "32768K"), 0 where unreadable."""
+    largest = 0
+    for size in caches.glob("index*/size"):
+        try:
+            text = size.read_text().strip().upper()
+        except OSError:
+            continue
+        unit = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}.get(text[-1:], 1)
+        digits = text[:-1] if text[-1:] in "KMG" else text
+        if digits.isdigit():
+            largest = max(largest, int(digits) * unit)
+    return largest
+
+
+def host_flush_bytes(llc_bytes: int) -> int:
+    """What a host cache flush touches: one and a half times the last-level cache, within bounds."""
+    return min(HOST_FLUSH_MAX, max(HOST_FLUSH_MIN, llc_bytes * 3 // 2))
+
+
+def flush_host_caches() -> None:
+    """Every byte of a buffer larger than the CPU's last-level cache read and written (an in-place add:
+    a fill may take non-temporal stores that bypass the caches), before each host-timed call, the
+    candidate's in its worker and the reference's in the parent alike (Bench.prepare_timed_call). The
+    worker's calls came after its untimed checks (~5 ms of Python a step: dispatch tables, torch's
+    namespaces) and a wake-up on the pipe, the parent's reference calls straight after its own loop:
+    the reference itself as a candidate read 1.5-2.9 times the reference on a 28 us rmsnorm call and
+    1.0-1.3 times on a 440 us one (round 27, this 2-core host). Both now start from cold caches."""
+    key = ("cpu", -1)
+    if key not in _FLUSH:
+        _FLUSH[key] = torch.zeros(host_flush_bytes(last_level_cache_bytes()), dtype=torch.uint8)
+    _FLUSH[key].add_(1)
 
 
 def replicate(values: list[Any], n: int, align: int = 512) -> list[list[Any]]:

@@ -17,7 +17,7 @@ from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest, interpreted_autotune
 from .speed_of_light import FlopCounter, shares_memory
-from .timing import Timing, host_reference_timing, summarize, timed_seed
+from .timing import Timing, flush_host_caches, host_reference_timing, summarize, timed_seed
 
 
 class ReferenceFailed(RuntimeError):
@@ -218,6 +218,7 @@ class Reference:
                 mine = []
                 for j in range(n):
                     inputs = self.inputs(idx, timed_seed(int(pool_seed), j), 1.0)
+                    flush_host_caches()  # from cold caches, as the worker's timed calls (Bench)
                     t0 = clock()
                     runner.invoke(inputs)
                     mine.append((clock() - t0) / 1e3)

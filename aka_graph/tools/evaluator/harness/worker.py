@@ -464,7 +464,7 @@ class Worker:
                 if op == FINISH:
                     return self.time_end(msg)
                 if op == PREPARE:
-                    bench.perturb(i)
+                    bench.prepare_timed_call(i)
                 elif op == CALL:
                     t0 = time.process_time_ns()
                     bench.call(i % len(bench.copies))
