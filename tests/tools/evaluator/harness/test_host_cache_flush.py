@@ -2,7 +2,8 @@
 parent alike (timing.flush_host_caches). The worker's calls came after ~5 ms of untimed checks per step
 and a wake-up on the pipe, the parent's reference calls straight after its own loop: the reference
 itself as the candidate read 2.05-2.49 times the reference on a 28 us rmsnorm call (5 runs, round 27,
-this 2-core host), 1.10-1.36 times with every call flushed first (`benchmarks/host_timing_floor.py`)."""
+this 2-core host), 0.75-1.48 times in 10 runs with every call flushed first
+(`benchmarks/host_timing_floor.py`)."""
 
 from __future__ import annotations
 
