@@ -56,6 +56,7 @@ from .selections import same_selection
 from .spans import span
 from .speed_of_light import SolBound, bound, call_bytes, dtype_class
 from .subset import has_empty_tensor, representative, workload_elements
+from .timing import steady_host_allocator
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
 
@@ -285,6 +286,7 @@ class Session:
             raise OperatorError(blobs)
         if self.device.type == "cpu":
             self._check_host_memory()
+            steady_host_allocator()  # the reference's timed calls, as the worker's (timing.py)
         self.device_info = device_info(self.device)  # on a GPU: creates the parent's CUDA context
         if self.device.type == "cuda" and self._largest_declared_bytes() >= LARGE_WORKLOAD_BYTES:
             place_library_workspaces(self.device)  # before anything large is cached (memory.py)

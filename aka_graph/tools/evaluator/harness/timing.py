@@ -171,6 +171,31 @@ def host_flush_bytes(llc_bytes: int) -> int:
     return min(HOST_FLUSH_MAX, max(HOST_FLUSH_MIN, llc_bytes * 3 // 2))
 
 
+M_TRIM_THRESHOLD, M_MMAP_THRESHOLD = -1, -3  # mallopt's parameters (glibc's malloc.h)
+HOST_MMAP_THRESHOLD = 32 << 20  # glibc's ceiling for its own dynamic threshold on 64-bit hosts
+HOST_TRIM_THRESHOLD = 256 << 20  # free heap kept at its top before any goes back to the system
+
+
+def steady_host_allocator(libc_name: str = "libc.so.6") -> bool:
+    """glibc's malloc told to keep what a host-timed call frees for the next one, in both processes that
+    time calls on a host (the worker at start-up, the parent's session): blocks up to 32 MiB come from the
+    heap, and up to 256 MiB of free heap stays mapped. A fresh process's glibc gave a call's megabyte-sized
+    intermediates back to the system and faulted them in again on every call: a 170 x 4096 bf16 rmsnorm
+    took ~1450 us a call in a fresh process against ~340 us in one whose heap had settled, and the
+    candidate's worker read 1-4 times the reference the long-lived parent timed (round 27, this 2-core
+    host). False where there is no glibc (musl: its allocator has no such settings)."""
+    try:
+        libc = ctypes.CDLL(libc_name)
+    except OSError:
+        return False
+    mallopt = getattr(libc, "mallopt", None)
+    if mallopt is None:
+        return False
+    mmap_ok = mallopt(M_MMAP_THRESHOLD, HOST_MMAP_THRESHOLD) == 1
+    trim_ok = mallopt(M_TRIM_THRESHOLD, HOST_TRIM_THRESHOLD) == 1
+    return mmap_ok and trim_ok
+
+
 def flush_host_caches() -> None:
     """Every byte of a buffer larger than the CPU's last-level cache read and written (an in-place add:
     a fill may take non-temporal stores that bypass the caches), before each host-timed call, the

@@ -50,7 +50,7 @@ from .sharedinputs import open_inputs
 from .shm import Region, sealed
 from .spans import snapshot as spans_snapshot
 from .spans import span
-from .timing import host_reps, timed_seed
+from .timing import host_reps, steady_host_allocator, timed_seed
 
 T = TypeVar("T")
 TIMELINE: dict[str, float] = {"torch_imported": time.perf_counter()}  # start-up milestones (phases.py)
@@ -655,6 +655,16 @@ def collect_between_requests(served: int) -> int:
     return generation
 
 
+def prepare_host_process() -> None:
+    """A worker that times on the host: the Triton interpreter; one intra-op thread (host timing of
+    multi-threaded CPU ops swings with thread wake-ups on a busy host, which the parent's burst check,
+    plausibility.py, would misread as a faked report); glibc's malloc keeping what a call frees for the
+    next, as the parent's does (timing.steady_host_allocator)."""
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+    start_intra_op_pool()
+    steady_host_allocator()
+
+
 def start_intra_op_pool() -> None:
     """torch's intra-op threads for every core this process may use, started now, then one thread used.
     The parent counts the worker's OS threads before the kernel loads and calls any thread started later
@@ -679,10 +689,7 @@ def worker_main(
     if device == "auto":  # resolved as the parent resolves it; the parent checks the answer
         device = "cuda" if torch.cuda.is_available() else "cpu"
     if device == "cpu":  # before triton is imported and before the sentinel's snapshot
-        os.environ.setdefault("TRITON_INTERPRET", "1")
-        # one thread: host timing of multi-threaded CPU ops swings with thread wake-ups on a busy host,
-        # which the parent's burst check (plausibility.py) would misread as a faked report
-        start_intra_op_pool()
+        prepare_host_process()
     dev = torch.device(device)
     try:
         worker = Worker(Path(op_dir), Path(kernel_dir), dev)

@@ -20,8 +20,10 @@ from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.hostclock import ANSWER, CALL, FINISH, NOOP, PREPARE, STEP
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
 from aka_graph.tools.evaluator.harness.worker import Worker
+from tests.conftest import SOL_FIXTURES
 
 CPU = torch.device("cpu")
+RMSNORM = SOL_FIXTURES / "rmsnorm"
 
 
 @pytest.mark.parametrize(
@@ -111,3 +113,61 @@ def test_the_reference_on_a_candidates_own_sets_is_timed_after_a_flush_too(
     )
     trusted.Reference.time_on_sets(ref, 0, [(5, 3)])  # type: ignore[arg-type]
     assert events == ["call", "flush", "call", "flush", "call", "flush", "call"]  # an untimed first call
+
+
+# --- glibc's malloc keeps what a call frees, in both processes --------------------------------------------
+
+
+class _Libc:
+    def __init__(self, answers: dict[int, int] | None = None, has_mallopt: bool = True) -> None:
+        self.calls: list[tuple[int, int]] = []
+        self.answers = answers or {}
+        if has_mallopt:
+            self.mallopt = self._mallopt
+
+    def _mallopt(self, param: int, value: int) -> int:
+        self.calls.append((param, value))
+        return self.answers.get(param, 1)
+
+
+def test_the_host_allocator_keeps_blocks_up_to_glibcs_ceiling_and_its_heap_top(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    libc = _Libc()
+    monkeypatch.setattr(timing.ctypes, "CDLL", lambda name: libc)
+    assert timing.steady_host_allocator()
+    assert libc.calls == [(timing.M_MMAP_THRESHOLD, 32 << 20), (timing.M_TRIM_THRESHOLD, 256 << 20)]
+
+
+@pytest.mark.parametrize(
+    "libc", [None, _Libc(has_mallopt=False), _Libc({-3: 0})], ids=["no libc", "musl", "refused"]
+)
+def test_a_host_without_those_settings_says_so_and_goes_on(
+    monkeypatch: pytest.MonkeyPatch, libc: object
+) -> None:
+    def load(name: str) -> object:
+        if libc is None:
+            raise OSError(name)
+        return libc
+
+    monkeypatch.setattr(timing.ctypes, "CDLL", load)
+    assert timing.steady_host_allocator() is False
+
+
+def test_a_real_glibc_takes_the_settings() -> None:
+    assert timing.steady_host_allocator()  # this host's glibc (the CI image's too)
+
+
+def test_the_worker_and_the_parent_both_settle_their_allocator_on_a_host(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from aka_graph.tools.evaluator.harness import session as session_module
+    from aka_graph.tools.evaluator.harness import worker as worker_module
+
+    settled: list[str] = []
+    monkeypatch.setattr(worker_module, "steady_host_allocator", lambda: settled.append("worker"))
+    monkeypatch.setattr(worker_module, "start_intra_op_pool", lambda: None)
+    worker_module.prepare_host_process()
+    monkeypatch.setattr(session_module, "steady_host_allocator", lambda: settled.append("parent"))
+    session_module.Session(session_module.Settings(op_dir=RMSNORM, device="cpu"))
+    assert settled == ["worker", "parent"]
