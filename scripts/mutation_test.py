@@ -76,7 +76,7 @@ TARGETS = (
         "seed_shaped_reference",  # which sets a seed-shaped operator's reference is timed on
         "aka_graph/tools/evaluator/harness/refcache.py",
         ("tests/tools/evaluator/harness/test_refcache.py",),
-        functions=("reference_timings", "_on_the_bench_set", "seed_shaped_timings", "bench_set_key"),
+        functions=("reference_timings", "_on_the_bench_set", "own_set_timings"),
     ),
     Target(
         "host_round_shapes",  # a host round on sets of other shapes makes the operator seed-shaped

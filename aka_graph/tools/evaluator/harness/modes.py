@@ -404,10 +404,13 @@ def _timed_on_other_shapes(
     """On a host, whether a round's timed calls ran on fresh sets of other shapes than the bench's, where
     the contract's probe took the shapes for fixed. The worker's bench lets such a set take its buffers'
     place (Bench.take_set), so the kernel was timed on it, and the reference must be timed on the same
-    sets (refcache.seed_shaped_timings), not on the bench's one: a generator drawing a long batch on one
+    sets (refcache.own_set_timings), not on the bench's one: a generator drawing a long batch on one
     seed in three escaped the probe's five seeds in about one evaluation in five, and a speed-up then
     compared a kernel on long sets with a reference on a short one (round 26). The parent draws the
-    sets itself (`timed_seed(pool_seed, j)`, as the worker did): nothing here rests on the worker's word."""
+    sets itself (`timed_seed(pool_seed, j)`, as the worker did); only their number is the worker's
+    report, held to the count expected for sets up to 8 MiB (spotcheck.pool_shortfall). Since red team
+    round 27 (h01) the reference of such an operator is timed on the kernels' own sets whatever this says
+    (refcache.reference_timings); this flag still tells the result's contract note."""
     if session.contract.get("layout_varies") or not session.reference.seed_may_shape:
         return False
     sets = min(calls, int(reply["pool_size"]))  # call i ran on set i % pool size (Bench.perturb)

@@ -1,5 +1,5 @@
 """The speed-up of an operator whose inputs' shapes follow the seed compares like with like: on a host,
-the reference is timed on the very sets the candidate's timed calls ran on (refcache.seed_shaped_timings),
+the reference is timed on the very sets the candidate's timed calls ran on (refcache.own_set_timings),
 never on the bench's one set, and never from the cache (whose key has no seed). Red team round 25 saw
 `bm-r4` read 240-2,114 us against a cached 2,607 us. An honest kernel running the reference's own algorithm
 must read about the reference's latency on every workload, every run.
