@@ -272,9 +272,7 @@ def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], 
         if per_evaluation and not _on_the_bench_set(idx, states):
             continue  # every kernel's timed calls ran on sets of their own: `own` holds the reference's
         wid = session.workload_id(idx)
-        key = ""
-        if cache.enabled and not per_evaluation:
-            key = entry_key(op_digest, f"{idx}:{wid}", session.device_info, settings)
+        key = entry_key(op_digest, f"{idx}:{wid}", session.device_info, settings) if cache.enabled else ""
         timing = None if per_evaluation else cache.get(key, wid)
         if timing is None:
             try:
