@@ -66,9 +66,10 @@ def test_drained_hosts_get_no_leases_and_an_expired_lease_ends_at_its_expiry(poo
     first = leases.acquire("dead", "c1", "evaluate", exclusive=True, ttl_s=60)
     assert first is not None and first.host == "h2"
     assert leases.acquire("other", "c2", "evaluate", exclusive=True, ttl_s=60) is None  # h2 busy, h1 out
-    with pool.connection() as conn:  # the holder was killed: the clock passes its lease's expiry
-        conn.execute(
-            "update fleet_gpu_leases set expires_at = started_at + interval '1 millisecond' where id = %s",
+    with pool.connection() as conn:  # the holder was killed: its lease lies a minute in the past
+        conn.execute(  # (an expiry 1 ms after the start could still be ahead when the next acquire runs)
+            "update fleet_gpu_leases set started_at = started_at - interval '1 minute', "
+            "expires_at = started_at - interval '1 minute' + interval '1 millisecond' where id = %s",
             [first.lease_id],
         )
         conn.execute(
