@@ -50,7 +50,7 @@ from tests.tools.evaluator.harness.test_real_benchmark_classes import HARNESS_DI
 
 HEAVY_EVERY = 16  # one seed in this many draws the long (prefill) batch
 
-PADDED_REFERENCE = f"""import torch
+GENERATOR = f"""import torch
 
 def gen(axes_and_scalars, device):
     # a padded serving batch: a fixed buffer of N rows, of which offsets[-1] are valid: 128 on most
@@ -61,16 +61,15 @@ def gen(axes_and_scalars, device):
     lens[-1] += n - int(lens.sum())
     offsets = torch.cat([lens.new_zeros(1), lens.cumsum(0)]).to(torch.int32)
     return {{'values': torch.randn(N, D, device=device), 'offsets': offsets}}
-
-def run(values, offsets):
-    R = offsets.numel() - 1
-    n = int(offsets[-1])
-    lens = (offsets[1:] - offsets[:-1]).long()
-    seg = torch.repeat_interleave(torch.arange(R, device=values.device), lens)
-    out = torch.zeros(R, values.shape[1], dtype=values.dtype, device=values.device)
-    out.index_add_(0, seg, values[:n])
-    return out
 """
+
+
+def padded_reference() -> str:
+    """The operator's reference: its generator, then the `run` of the honest candidate (the reference
+    itself as candidate, held once: candidates/redteam27_h01_padded_reference)."""
+    kernel = candidate_source("redteam27_h01_padded_reference")
+    run = kernel[kernel.index("def run(") : kernel.index("DESTINATION_PASSING_STYLE")]
+    return GENERATOR + "\n\n" + run.rstrip() + "\n"
 
 
 def padded_fixture(root: Path) -> Path:
@@ -93,7 +92,7 @@ def padded_fixture(root: Path) -> Path:
             "offsets": {"shape": ["R1"], "dtype": "int32"},
         },
         "outputs": {"sums": {"shape": ["R", "D"], "dtype": "float32"}},
-        "reference": PADDED_REFERENCE,
+        "reference": padded_reference(),
     }
     (op / "definition.json").write_text(json.dumps(definition))
     custom = {"type": "custom"}
