@@ -18,6 +18,13 @@ import pytest
 
 from tests.tools.evaluator.harness.near_tie_support import candidate_source
 from tests.tools.evaluator.harness.test_real_benchmark_classes import FIXTURES, evaluate
+from tests.tools.evaluator.harness.test_redteam_round27 import (
+    HEAVY_EVERY,
+    evaluate_with_bench_seed,
+    honest_source,
+    padded_fixture,
+    speedups,
+)
 
 pytestmark = pytest.mark.gpu
 
@@ -72,3 +79,25 @@ def test_skipping_calls_on_buffers_seen_before_gains_nothing_on_cuda(tmp_path: P
             assert w["latency_us"] >= 0.8 * w["reference_latency_us"], w
     else:
         assert res["status"] in ("REWARD_HACK", "INCORRECT"), res["message"]
+
+
+@pytest.mark.parametrize(
+    "bench_seed", [7 * HEAVY_EVERY, 7 * HEAVY_EVERY + 1], ids=["long bench", "usual bench"]
+)
+def test_the_padded_reference_as_candidate_reads_about_one_when_its_calls_are_timed_by_events(
+    tmp_path: Path, bench_seed: int
+) -> None:
+    """Red team round 27's h01 on a GPU: the reference reads the valid count on the host (`int(offsets[-1])`),
+    so its calls cannot be captured and are timed by CUDA events, each on a fresh set of the operator's own
+    generator, mostly short. The reference was timed on the bench's one set: where that set was the rare
+    long batch, the reference itself read several times faster than the reference. Now it is timed on the
+    kernel's own sets (trusted.Reference.time_on_sets)."""
+    res = evaluate_with_bench_seed(
+        tmp_path, padded_fixture(tmp_path), honest_source(), bench_seed, device="cuda"
+    )
+    for w in res["workloads"]:
+        print(bench_seed, w["id"], w["status"], w["latency_us"], w["reference_latency_us"],
+              w["timing_method"], w["reference_timing_method"])  # fmt: skip
+    assert res["status"] == "PASS", res["message"]
+    assert all(w["timing_method"] == "cuda_event" for w in res["workloads"])  # the case in question
+    assert all(0.5 < s < 2.0 for s in speedups(res)), (speedups(res), res["workloads"])

@@ -356,14 +356,17 @@ def _time_round(
         verdict.fail(*found)
         return None
     verdict.latencies.append(latency)
-    if not on_gpu:  # the sets the timed calls ran on: the reference's too where shapes follow the seed
-        ran_on = pool_seed if reply.get("pool_size") else None
-        calls_timed = len(reply.get("samples_us") or [])
-        ks.timed_sets.setdefault(idx, []).append((ran_on, calls_timed))
-        if ran_on is not None and _timed_on_other_shapes(session, idx, ran_on, calls_timed, reply):
-            session.contract["layout_varies"] = True
-            note = "timed on fresh sets of other shapes than the bench's: the inputs' shapes follow the seed"
-            verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
+    # the sets the timed calls ran on, one call each: the reference's too where the operator's generator
+    # draws them (refcache.own_set_timings); a GPU's graph replays ran on its rotated copies instead
+    per_call_sets = bool(reply.get("pool_size")) and (not on_gpu or reply.get("method") == "cuda_event")
+    ran_on = pool_seed if per_call_sets else None
+    calls_timed = len(reply.get("samples_us") or [])
+    ks.timed_sets.setdefault(idx, []).append((ran_on, calls_timed))
+    on_host_sets = ran_on if not on_gpu else None  # on a GPU the probe's shapes hold (layout_varies)
+    if on_host_sets is not None and _timed_on_other_shapes(session, idx, on_host_sets, calls_timed, reply):
+        session.contract["layout_varies"] = True
+        note = "timed on fresh sets of other shapes than the bench's: the inputs' shapes follow the seed"
+        verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     verdict.spread = reply["spread_pct"]
     verdict.method = reply["method"]
     verdict.kernels_per_call = reply.get("kernels_per_call")
@@ -518,7 +521,7 @@ def revalidation_expected(
 def _workload_entry(
     session: Session, ks: KernelState, idx: int, ref_timing: dict[int, Any], own: dict[int, Any] | None = None
 ) -> dict:
-    """`own`: the reference timed on this kernel's own timed sets (a seed-shaped operator on a host)."""
+    """`own`: the reference timed on this kernel's own timed sets (an operator with its own generator)."""
     v = ks.verdicts[idx]
     lat = statistics.median(v.latencies) if v.latencies and v.status == "PASS" else None
     sol = session.sol.get(idx)

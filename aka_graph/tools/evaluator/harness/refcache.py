@@ -294,18 +294,20 @@ def _on_the_bench_set(idx: int, states: list[Any]) -> bool:
 
 
 def own_set_timings(session: Any, states: list[Any]) -> PerKernel:
-    """For an operator whose own generator decides what each set holds, on a host: the reference timed on
-    exactly the sets each kernel's kept rounds were timed on, so that the speed-up compares like with
-    like. Timed on the bench's one set (and cached without its seed), the reference read 2,607 us beside
-    a candidate timed at 240-2,114 us on sets of other sizes (red team round 25), and 5.70x off on sets
-    of one shape whose valid rows follow the seed (round 27, h01). Never cached: the sets are this
+    """For an operator whose own generator decides what each set holds: the reference timed on exactly
+    the sets each kernel's kept rounds were timed on, a call per set (a host's timed calls; a GPU's
+    CUDA-event calls, those that cannot be captured), so that the speed-up compares like with like.
+    Timed on the bench's one set (and cached without its seed), the reference read 2,607 us beside a
+    candidate timed at 240-2,114 us on sets of other sizes (red team round 25), and 5.70x off on sets of
+    one shape whose valid rows follow the seed (round 27, h01). Never cached: the sets are this
     evaluation's own."""
     own: PerKernel = {}
     for ks in states:
         for idx, rounds in ks.timed_sets.items():
             if rounds and all(seed is not None for seed, _ in rounds):
                 try:
-                    own.setdefault(ks.label, {})[idx] = session.reference.time_on_sets(idx, rounds)
+                    timing = session.reference.time_on_sets(idx, rounds, session.l2_bytes)
+                    own.setdefault(ks.label, {})[idx] = timing
                 except Exception:
                     continue  # the shared figure (or none) stands for it, never a failure
     return own

@@ -17,7 +17,14 @@ from .modules import load_input_module, load_reference
 from .opmodel import Operator
 from .runner import KernelRunner, digest, interpreted_autotune
 from .speed_of_light import FlopCounter, shares_memory
-from .timing import Timing, flush_host_caches, host_reference_timing, summarize, timed_seed
+from .timing import (
+    Timing,
+    flush_host_caches,
+    host_reference_timing,
+    summarize,
+    time_events,
+    timed_seed,
+)
 
 
 class ReferenceFailed(RuntimeError):
@@ -55,6 +62,9 @@ def fp4_hint(dtypes: list[str], device: torch.device) -> str:
     if major >= 10:
         return ""
     return f" (fp4 matmuls need an sm_100 GPU or later, such as a B200; this one is sm_{major}{minor})"
+
+
+OWN_SETS_NOTE = "the reference timed on the candidate's own timed sets (the operator's generator draws them)"
 
 
 class Reference:
@@ -203,13 +213,16 @@ class Reference:
             bench.host_clock = clock
             return bench.measure()
 
-    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]]) -> Timing:
-        """On a host, the reference timed on the fresh sets a kernel's kept rounds were timed on: round
-        (pool seed, n) is sets `timed_seed(pool seed, j)` for j < n, each call on its own, as the worker
-        timed them (Bench.perturb). Each round's median, then the median of the rounds: how the kernel's
-        latency is summed up from its rounds (modes._workload_entry). One set alive at a time, after one
-        untimed call on the first (the kernel's timed calls, too, follow calls of its own)."""
+    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int = 0) -> Timing:
+        """The reference timed on the fresh sets a kernel's kept rounds were timed on: round (pool seed,
+        n) is sets `timed_seed(pool seed, j)` for j < n, each call on its own, as the worker timed them
+        (Bench.perturb). Each round's median, then the median of the rounds: how the kernel's latency is
+        summed up from its rounds (modes._workload_entry). One set alive at a time, after one untimed
+        call on the first (the kernel's timed calls, too, follow calls of its own). On a host each call
+        starts from flushed caches; on a GPU by CUDA events after an L2 flush (`_events_on_sets`)."""
         runner = self.runner(idx)
+        if self.device.type == "cuda":
+            return self._events_on_sets(runner, idx, rounds, l2_bytes)
         medians: list[float] = []
         samples: list[float] = []
         with host_reference_timing() as clock:
@@ -225,9 +238,35 @@ class Reference:
                     del inputs
                 medians.append(summarize(mine)[0])
                 samples += mine
-        note = "the reference timed on the candidate's own timed sets (the inputs' shapes follow the seed)"
         spread = summarize(samples)[1]
-        return Timing(statistics.median(medians), spread, samples, "host_interpreter", None, [note])
+        return Timing(statistics.median(medians), spread, samples, "host_interpreter", None, [OWN_SETS_NOTE])
+
+    def _events_on_sets(
+        self, runner: KernelRunner, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int
+    ) -> Timing:
+        """On a GPU: the CUDA-event loop the worker's uncapturable calls were timed by (timing.time_events:
+        an L2 flush and an idle device before each call), with set j drawn before call j, untimed. The
+        worker timed them on its fresh sets while the reference had the bench's one set: for an operator
+        whose work follows the values of fixed shapes (a padded batch's valid rows), that compared a kernel
+        on the usual sets with a reference on a rare long one (red team round 27's h01, on the GPU)."""
+        park_large(self.device)  # no reference bench of another workload beside these sets
+        medians: list[float] = []
+        samples: list[float] = []
+        runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0]), 0), 1.0))
+        drawn: dict[str, Any] = {}  # the round's pool seed and the one set alive
+
+        def draw(j: int) -> None:
+            drawn.pop("set", None)  # the last set goes before the next is drawn
+            drawn["set"] = self.inputs(idx, timed_seed(drawn["seed"], j), 1.0)
+
+        for pool_seed, n in rounds:
+            drawn["seed"] = int(pool_seed)  # type: ignore[arg-type]
+            timing = time_events(lambda _k: runner.invoke(drawn["set"]), 1, l2_bytes, n, prepare=draw)
+            drawn.pop("set", None)
+            medians.append(timing.latency_us)
+            samples += timing.samples_us
+        spread = summarize(samples)[1]
+        return Timing(statistics.median(medians), spread, samples, "cuda_event", None, [OWN_SETS_NOTE])
 
     def release_benches(self) -> None:
         """Drop the reference's timing benches (their rotated copies and graphs): a long-lived parent

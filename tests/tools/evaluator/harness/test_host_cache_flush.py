@@ -110,6 +110,7 @@ def test_the_reference_on_a_candidates_own_sets_is_timed_after_a_flush_too(
     ref = SimpleNamespace(
         runner=lambda idx: SimpleNamespace(invoke=lambda inputs: events.append("call")),
         inputs=lambda idx, seed, scale: [torch.zeros(2)],
+        device=torch.device("cpu"),
     )
     trusted.Reference.time_on_sets(ref, 0, [(5, 3)])  # type: ignore[arg-type]
     assert events == ["call", "flush", "call", "flush", "call", "flush", "call"]  # an untimed first call

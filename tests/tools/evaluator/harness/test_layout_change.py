@@ -124,8 +124,8 @@ class GraphWorker:
     """A worker whose first timing round reports a set of other shapes for `seed` (the parent's re-validation
     seed where None), then times as asked; the messages it was sent are kept."""
 
-    def __init__(self, seed: int | None = None, again: bool = False) -> None:
-        self.seed, self.again, self.sent = seed, again, []
+    def __init__(self, seed: int | None = None, again: bool = False, method: str = "cuda_graph") -> None:
+        self.seed, self.again, self.sent, self.method = seed, again, [], method
         self.verdicts = {0: WorkloadVerdict()}
         self.alive, self.error, self.worker = True, None, None
         self.worker_spans: dict[str, Any] = {}
@@ -144,7 +144,7 @@ class GraphWorker:
         med, spread = summarize([5.8] * 5)
         pool = getattr(self, "pool", 5) if msg.get("pool_seed") else 0
         return {"latency_us": med, "spread_pct": spread, "samples_us": [5.8] * 5, "violations": [],
-                "method": "cuda_graph", "calls": 10, "pool_size": pool}  # fmt: skip
+                "method": self.method, "calls": 10, "pool_size": pool}  # fmt: skip
 
 
 @pytest.fixture
@@ -239,8 +239,8 @@ def test_an_honest_kernel_passes_where_only_a_workload_the_probe_skipped_is_shap
 class TimedOnce(GraphWorker):
     """A worker that times and re-validates honestly as asked (nothing of other shapes is sent to it)."""
 
-    def __init__(self) -> None:
-        super().__init__(seed=0)
+    def __init__(self, method: str = "cuda_graph") -> None:
+        super().__init__(seed=0, method=method)
         self.sent = [{}]  # as if its first round were behind it
         self.clock_pairs: dict[int, Any] = {}
 
@@ -280,6 +280,22 @@ def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_reva
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["reval"] is None and ks.sent[1]["pool_seed"] == 2 and session.reference.drawn == []
     assert ks.timed_sets == {0: [(2, 5)]}  # the sets the reference is timed on too (refcache.py)
+
+
+@pytest.mark.parametrize(("method", "sets_of_its_own"), [("cuda_event", True), ("cuda_graph", False)])
+def test_a_gpu_round_records_its_sets_for_the_reference_where_each_timed_call_had_one_of_its_own(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, method: str, sets_of_its_own: bool
+) -> None:
+    """Calls a GPU cannot capture are timed by CUDA events, one per fresh set of the round's pool, as a
+    host's are: the reference is timed on those sets too where the operator's generator draws them
+    (refcache.own_set_timings; red team round 27's h01 on a GPU). A graph's replays ran on its rotated
+    copies, and the reference is timed on its own graph over the bench's set."""
+    monkeypatch.setattr(modes, "fresh_seed", iter([1, 2, 3, 4]).__next__)  # reval, pool, reval_first
+    ks = TimedOnce(method=method)
+    assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
+    assert ks.sent[1]["pool_seed"] == 2
+    assert ks.timed_sets == {0: [(2 if sets_of_its_own else None, 5)]}
+    assert session.reference.drawn == []  # a GPU's sets are not looked at for their shapes
 
 
 # --- a host round on sets of other shapes, where the probe saw fixed ones -----------------------------------

@@ -37,6 +37,7 @@ class FakeKernelState:
         self.alive, self.error, self.worker = True, None, None
         self.worker_spans: dict[str, Any] = {}
         self.generation_sent: dict[int, float | None] = {}
+        self.timed_sets: dict[int, list[tuple[int | None, int]]] = {}
 
     def request(self, msg: dict[str, Any], timeout_s: float) -> dict[str, Any]:
         assert msg["cmd"] == "time" and msg["wl"] == 0

@@ -115,7 +115,7 @@ raise SystemExit(main())
 
 
 def evaluate_with_bench_seed(
-    tmp_path: Path, op_dir: Path, source: str, bench_seed: int, cache: Path | None = None
+    tmp_path: Path, op_dir: Path, source: str, bench_seed: int, cache: Path | None = None, device: str = "cpu"
 ) -> dict[str, Any]:
     """test_real_benchmark_classes.evaluate, with the parent's bench seed forced (a patch of the trusted
     parent, in the test only: the worker gets the seed from the parent's request)."""
@@ -127,7 +127,7 @@ def evaluate_with_bench_seed(
     (job / "drive.py").write_text(DRIVER.format(bench_seed=bench_seed))
     proc = subprocess.run(
         [sys.executable, "drive.py", "evaluate", "--op-dir", str(op_dir), "--kernel-dir", str(job / "kernel"),
-         "--out", str(job / "result.json"), "--device", "cpu", "--seeds", "3"],
+         "--out", str(job / "result.json"), "--device", device, "--seeds", "3"],
         cwd=job, capture_output=True, text=True, timeout=300, env=env,
     )  # fmt: skip
     result = job / "result.json"

@@ -188,7 +188,7 @@ class _Reference:
         return SimpleNamespace(where="bench", idx=idx, latency_us=2.0, spread_pct=0.0, samples_us=[2.0],
                                method="host_interpreter", kernels_per_call=None, notes=[])  # fmt: skip
 
-    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]]) -> SimpleNamespace:
+    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int) -> SimpleNamespace:
         self.calls.append(("own", idx, tuple(rounds)))
         return SimpleNamespace(where="own", idx=idx, rounds=rounds)
 
