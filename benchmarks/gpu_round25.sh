@@ -52,10 +52,12 @@ for s in ${STEPS-seed_shaped classes adversarial}; do  # (STEPS="" runs none)
         timeout -k 5 "${SUBSET_LIMIT:-400}" python3 benchmarks/bench_public_corpus.py --only "$SUBSET_OP" \
             $(for s in $SUBSET_SHAPES; do echo --shape-id "$s"; done) --parallel 1 \
             --timeout "${EVAL_TIMEOUT:-900}" --out "$OUT/subset.jsonl" 2>&1 | tee "$OUT/subset.txt" ;;
+    own_sets)  # round 28: the padded-batch operator's honest kernels, bench seed long and usual (h01 on a GPU)
+        timeout -k 5 "${OWN_LIMIT:-200}" python3 benchmarks/probe_own_sets_gpu.py 2>&1 | tee "$OUT/own_sets.txt" ;;
     speed)  # the rmsnorm evaluation's wall, cold (the user's command) and warm (the campaign's service)
         timeout -k 5 "${SPEED_LIMIT:-240}" python3 benchmarks/bench_eval_speed.py --device cuda --cold 2 --warm \
             --out "$OUT/eval_speed" 2>&1 | tee "$OUT/speed.txt" ;;
-    *) echo "unknown step $s (seed_shaped, classes, adversarial, host_kept, parent_memory, subset, speed)" ;;
+    *) echo "unknown step $s (seed_shaped classes adversarial host_kept parent_memory subset own_sets speed)" ;;
     esac
 done
 if [ -n "${ONLY:-}${RETIME:-}" ]; then
