@@ -31,7 +31,7 @@ from .spans import snapshot as spans_snapshot
 from .spans import span
 from .speed_of_light import below_bound, utilization, warm_up
 from .spotcheck import burst_inputs, labelled, outside_work, verify_timed_calls
-from .timing import COLD_BURST_COPIES, summary_mismatch, timed_seed
+from .timing import COLD_BURST_COPIES, TimedSets, summary_mismatch, timed_seed
 from .trusted import contract_note
 from .worker_proc import WorkerProcess, become_subreaper, stop_workers
 
@@ -356,14 +356,12 @@ def _time_round(
         verdict.fail(*found)
         return None
     verdict.latencies.append(latency)
-    # the sets the timed calls ran on, one call each: the reference's too where the operator's generator
-    # draws them (refcache.own_set_timings); a GPU's graph replays ran on its rotated copies instead
-    per_call_sets = bool(reply.get("pool_size")) and (not on_gpu or reply.get("method") == "cuda_event")
-    ran_on = pool_seed if per_call_sets else None
-    calls_timed = len(reply.get("samples_us") or [])
-    ks.timed_sets.setdefault(idx, []).append((ran_on, calls_timed))
-    on_host_sets = ran_on if not on_gpu else None  # on a GPU the probe's shapes hold (layout_varies)
-    if on_host_sets is not None and _timed_on_other_shapes(session, idx, on_host_sets, calls_timed, reply):
+    # the sets the timed calls ran on: the reference's too where the operator's generator draws them
+    # (refcache.own_set_timings): a call per set (a host's, a GPU's CUDA events), or a graph's copies
+    ran_on = timed_on(reply, pool_seed, on_gpu)
+    ks.timed_sets.setdefault(idx, []).append(ran_on)
+    host_sets = ran_on.seed if not on_gpu else None  # on a GPU the probe's shapes hold (layout_varies)
+    if host_sets is not None and _timed_on_other_shapes(session, idx, host_sets, ran_on.count, reply):
         session.contract["layout_varies"] = True
         note = "timed on fresh sets of other shapes than the bench's: the inputs' shapes follow the seed"
         verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
@@ -388,6 +386,20 @@ def _time_round(
         )
         verdict.message = "; ".join(m for m in (verdict.message, note) if m)[:1000]
     return latency
+
+
+def timed_on(reply: dict[str, Any], pool_seed: int | None, on_gpu: bool) -> TimedSets:
+    """The fresh sets a round's timed calls ran on, from the parent's own pool seed: one per call where
+    the worker drew a pool (a host's calls; a GPU's CUDA-event calls, which cannot be captured), or the
+    sets written into a CUDA graph's rotated copies (`graph_fresh` of them); the bench's set otherwise."""
+    calls = len(reply.get("samples_us") or [])
+    if pool_seed is None:
+        return TimedSets(None, calls)
+    if reply.get("pool_size") and (not on_gpu or reply.get("method") == "cuda_event"):
+        return TimedSets(pool_seed, calls)
+    if on_gpu and reply.get("method") == "cuda_graph" and reply.get("graph_fresh"):
+        return TimedSets(pool_seed, int(reply["graph_fresh"]), rotated=True)
+    return TimedSets(None, calls)
 
 
 def burst_basis(latency: float, reply: dict[str, Any], on_gpu: bool) -> float:

@@ -269,7 +269,7 @@ def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], 
     own = own_set_timings(session, states) if per_evaluation else {}
     out: dict[int, Any] = {}
     for idx in session.indices:
-        if per_evaluation and not _on_the_bench_set(idx, states):
+        if per_evaluation and _all_on_own_sets(idx, states, own):
             continue  # every kernel's timed calls ran on sets of their own: `own` holds the reference's
         wid = session.workload_id(idx)
         key = entry_key(op_digest, f"{idx}:{wid}", session.device_info, settings) if cache.enabled else ""
@@ -286,17 +286,18 @@ def reference_timings(session: Any, states: list[Any]) -> tuple[dict[int, Any], 
     return out, own, cache.summary()
 
 
-def _on_the_bench_set(idx: int, states: list[Any]) -> bool:
-    """Whether a kernel's timed calls of workload `idx` ran on the bench's one set (a GPU's fixed buffers,
-    or a host round without fresh sets): the reference is timed there too."""
-    rounds = [r for ks in states for r in ks.timed_sets.get(idx, [])]
-    return not rounds or any(seed is None for seed, _ in rounds)
+def _all_on_own_sets(idx: int, states: list[Any], own: PerKernel) -> bool:
+    """Whether every kernel timed on workload `idx` has the reference's figure on its own sets: else (its
+    calls ran on the bench's one set, a GPU's fixed buffers or a host round without fresh sets, or its
+    own-set timing failed) the reference is timed on the bench's set too."""
+    timed = [ks for ks in states if ks.timed_sets.get(idx)]
+    return bool(timed) and all(idx in own.get(ks.label, {}) for ks in timed)
 
 
 def own_set_timings(session: Any, states: list[Any]) -> PerKernel:
     """For an operator whose own generator decides what each set holds: the reference timed on exactly
-    the sets each kernel's kept rounds were timed on, a call per set (a host's timed calls; a GPU's
-    CUDA-event calls, those that cannot be captured), so that the speed-up compares like with like.
+    the sets each kernel's kept rounds were timed on (a call per set, or a CUDA graph's copies: see
+    trusted.Reference.time_on_sets), so that the speed-up compares like with like.
     Timed on the bench's one set (and cached without its seed), the reference read 2,607 us beside a
     candidate timed at 240-2,114 us on sets of other sizes (red team round 25), and 5.70x off on sets of
     one shape whose valid rows follow the seed (round 27, h01). Never cached: the sets are this
@@ -304,9 +305,9 @@ def own_set_timings(session: Any, states: list[Any]) -> PerKernel:
     own: PerKernel = {}
     for ks in states:
         for idx, rounds in ks.timed_sets.items():
-            if rounds and all(seed is not None for seed, _ in rounds):
+            if rounds and all(r.seed is not None for r in rounds):
                 try:
-                    timing = session.reference.time_on_sets(idx, rounds, session.l2_bytes)
+                    timing = session.reference.time_on_sets(idx, rounds, session.l2_bytes, session.bench_seed)
                     own.setdefault(ks.label, {})[idx] = timing
                 except Exception:
                     continue  # the shared figure (or none) stands for it, never a failure

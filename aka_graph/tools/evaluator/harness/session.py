@@ -56,7 +56,7 @@ from .selections import same_selection
 from .spans import span
 from .speed_of_light import SolBound, bound, call_bytes, dtype_class
 from .subset import has_empty_tensor, representative, workload_elements
-from .timing import steady_host_allocator
+from .timing import TimedSets, steady_host_allocator
 from .trusted import Reference
 from .worker_proc import WorkerDied, WorkerProcess
 
@@ -149,9 +149,9 @@ class KernelState:
         self.round_trip: tuple[int, int | None] | None = None  # an empty request's cost (plausibility.py)
         self.worker_spans: dict[str, dict[str, float]] = {}  # its own account of its time (spans.py)
         self.seeds_checked: dict[int, int] = {}  # correctness seeds per workload (memory.generator_seeds)
-        # a seed-shaped operator's kept host rounds: (pool seed, timed calls), the pool seed None where the
-        # calls ran on the bench's set; the reference is timed on the same sets (refcache.reference_timings)
-        self.timed_sets: dict[int, list[tuple[int | None, int]]] = {}
+        # the fresh sets each kept timing round ran on (timing.TimedSets); where the operator's generator
+        # draws them, the reference is timed on the same sets (refcache.reference_timings)
+        self.timed_sets: dict[int, list[TimedSets]] = {}
         # the generator's time sent with each workload's last timing round: the fresh sets it allows are
         # what the parent holds the worker to (spotcheck.pool_shortfall), whatever later draws measure
         self.generation_sent: dict[int, float | None] = {}

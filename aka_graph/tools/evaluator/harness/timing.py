@@ -20,7 +20,7 @@ import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -263,6 +263,18 @@ def timed_seed(pool_seed: int, j: int) -> int:
     the next calls' answers ahead of them). The kernel never sees `pool_seed` itself."""
     raw = hashlib.blake2b(f"{pool_seed}:{j}".encode(), digest_size=8, person=b"aka-timed-set").digest()
     return int.from_bytes(raw, "little") & 0x7FFFFFFF
+
+
+class TimedSets(NamedTuple):
+    """The fresh sets one timing round's calls ran on: `timed_seed(seed, j)` for j < count, each timed call
+    on a set of its own (a host's calls, a GPU's CUDA-event calls: their median), or, `rotated`, one set
+    in each of a CUDA graph's copies, its replays rotating over them (a mean over the sets: worker.py's
+    _fresh_graph_copies). `seed` None: the calls ran on the bench's one set. The reference of an operator
+    with its own generator is timed on the same sets (trusted.Reference.time_on_sets)."""
+
+    seed: int | None
+    count: int
+    rotated: bool = False
 
 
 HOST_REPS = 5  # at most this many timed calls on a host (each of its own fresh inputs)

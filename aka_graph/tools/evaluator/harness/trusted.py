@@ -18,6 +18,7 @@ from .opmodel import Operator
 from .runner import KernelRunner, digest, interpreted_autotune
 from .speed_of_light import FlopCounter, shares_memory
 from .timing import (
+    TimedSets,
     Timing,
     flush_host_caches,
     host_reference_timing,
@@ -80,6 +81,7 @@ class Reference:
         self.models: dict[int, Any] = {}
         self.benches: dict[int, Bench] = {}
         self.generation_s: dict[int, float] = {}  # the fastest draw of each workload's inputs (inputs)
+        self.uncapturable: set[int] = set()  # workloads whose reference a CUDA graph cannot capture
 
     def runner(self, idx: int) -> KernelRunner:
         workload = self.op.workloads[idx].id
@@ -213,24 +215,32 @@ class Reference:
             bench.host_clock = clock
             return bench.measure()
 
-    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int = 0) -> Timing:
-        """The reference timed on the fresh sets a kernel's kept rounds were timed on: round (pool seed,
-        n) is sets `timed_seed(pool seed, j)` for j < n, each call on its own, as the worker timed them
-        (Bench.perturb). Each round's median, then the median of the rounds: how the kernel's latency is
-        summed up from its rounds (modes._workload_entry). One set alive at a time, after one untimed
-        call on the first (the kernel's timed calls, too, follow calls of its own). On a host each call
-        starts from flushed caches; on a GPU by CUDA events after an L2 flush (`_events_on_sets`)."""
+    def time_on_sets(
+        self, idx: int, rounds: list[TimedSets], l2_bytes: int = 0, bench_seed: int | None = None
+    ) -> Timing:
+        """The reference timed on the fresh sets a kernel's kept rounds were timed on (timing.TimedSets),
+        as the worker timed them: a call per set, or (on a GPU) the sets in a CUDA graph's copies. Each
+        round's figure, then the median of the rounds: how the kernel's latency is summed up from its
+        rounds (modes._workload_entry). One set alive at a time, after one untimed call on the first (the
+        kernel's timed calls, too, follow calls of its own). On a host each call starts from flushed
+        caches; on a GPU: `_gpu_round`."""
         runner = self.runner(idx)
         if self.device.type == "cuda":
-            return self._events_on_sets(runner, idx, rounds, l2_bytes)
+            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0].seed), 0), 1.0))  # type: ignore[arg-type]
+            timings = [self._gpu_round(runner, idx, r, l2_bytes, bench_seed) for r in rounds]
+            medians = [t.latency_us for t in timings]
+            samples = [v for t in timings for v in t.samples_us]
+            method = "cuda_graph" if any(t.method == "cuda_graph" for t in timings) else "cuda_event"
+            spread = summarize(samples)[1]
+            return Timing(statistics.median(medians), spread, samples, method, None, [OWN_SETS_NOTE])
         medians: list[float] = []
         samples: list[float] = []
         with host_reference_timing() as clock:
-            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0]), 0), 1.0))
-            for pool_seed, n in rounds:
+            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0].seed), 0), 1.0))  # type: ignore[arg-type]
+            for pool_seed, n, _ in rounds:
                 mine = []
                 for j in range(n):
-                    inputs = self.inputs(idx, timed_seed(int(pool_seed), j), 1.0)
+                    inputs = self.inputs(idx, timed_seed(int(pool_seed), j), 1.0)  # type: ignore[arg-type]
                     flush_host_caches()  # from cold caches, as the worker's timed calls (Bench)
                     t0 = clock()
                     runner.invoke(inputs)
@@ -241,32 +251,42 @@ class Reference:
         spread = summarize(samples)[1]
         return Timing(statistics.median(medians), spread, samples, "host_interpreter", None, [OWN_SETS_NOTE])
 
-    def _events_on_sets(
-        self, runner: KernelRunner, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int
+    def _gpu_round(
+        self, runner: KernelRunner, idx: int, sets: TimedSets, l2_bytes: int, bench_seed: int | None
     ) -> Timing:
-        """On a GPU: the CUDA-event loop the worker's uncapturable calls were timed by (timing.time_events:
-        an L2 flush and an idle device before each call), with set j drawn before call j, untimed. The
-        worker timed them on its fresh sets while the reference had the bench's one set: for an operator
-        whose work follows the values of fixed shapes (a padded batch's valid rows), that compared a kernel
-        on the usual sets with a reference on a rare long one (red team round 27's h01, on the GPU)."""
+        """One round's figure on a GPU. Calls timed by CUDA events (they could not be captured) ran one per
+        set: the reference is timed by the same event loop (timing.time_events: an L2 flush and an idle
+        device before each call) with set j drawn before call j, untimed; the median. A graph's replays
+        rotated over copies holding the sets: the reference's own graph over copies holding the same sets,
+        made as the worker made the kernel's (from the bench's set, then set k written into copy k); a
+        reference that cannot be captured is timed a call per set, and their mean, as a replay's is.
+        Timed on the bench's one set instead, a kernel on the usual sets met a reference on a rare long
+        one (red team round 27's h01, on the GPU: a padded batch whose valid rows follow the seed)."""
         park_large(self.device)  # no reference bench of another workload beside these sets
-        medians: list[float] = []
-        samples: list[float] = []
-        runner.invoke(self.inputs(idx, timed_seed(int(rounds[0][0]), 0), 1.0))
-        drawn: dict[str, Any] = {}  # the round's pool seed and the one set alive
+        if sets.rotated and bench_seed is not None and idx not in self.uncapturable:
+            draw = lambda: self.inputs(idx, bench_seed, 1.0)  # noqa: E731
+            bench = Bench(runner, draw(), self.device, l2_bytes, regenerate=draw)
+            try:
+                if bench.graph is not None:
+                    for k in range(len(bench.copies)):
+                        seed = timed_seed(int(sets.seed), k)  # type: ignore[arg-type]
+                        bench.write_inputs(k, self.inputs(idx, seed, 1.0), seed)
+                    return bench.measure()
+                self.uncapturable.add(idx)
+            finally:
+                bench.park()
+        drawn: dict[str, Any] = {}  # the one set alive
 
-        def draw(j: int) -> None:
+        def draw_set(j: int) -> None:
             drawn.pop("set", None)  # the last set goes before the next is drawn
-            drawn["set"] = self.inputs(idx, timed_seed(drawn["seed"], j), 1.0)
+            drawn["set"] = self.inputs(idx, timed_seed(int(sets.seed), j), 1.0)  # type: ignore[arg-type]
 
-        for pool_seed, n in rounds:
-            drawn["seed"] = int(pool_seed)  # type: ignore[arg-type]
-            timing = time_events(lambda _k: runner.invoke(drawn["set"]), 1, l2_bytes, n, prepare=draw)
-            drawn.pop("set", None)
-            medians.append(timing.latency_us)
-            samples += timing.samples_us
-        spread = summarize(samples)[1]
-        return Timing(statistics.median(medians), spread, samples, "cuda_event", None, [OWN_SETS_NOTE])
+        call = lambda _k: runner.invoke(drawn["set"])  # noqa: E731
+        timing = time_events(call, 1, l2_bytes, sets.count, prepare=draw_set)
+        drawn.clear()
+        if sets.rotated:  # a replay's figure is the mean over its copies' sets
+            timing.latency_us = statistics.fmean(timing.samples_us)
+        return timing
 
     def release_benches(self) -> None:
         """Drop the reference's timing benches (their rotated copies and graphs): a long-lived parent

@@ -19,6 +19,7 @@ from aka_graph.tools.evaluator.harness import timing, trusted
 from aka_graph.tools.evaluator.harness.bench import Bench
 from aka_graph.tools.evaluator.harness.hostclock import ANSWER, CALL, FINISH, NOOP, PREPARE, STEP
 from aka_graph.tools.evaluator.harness.runner import KernelRunner
+from aka_graph.tools.evaluator.harness.timing import TimedSets
 from aka_graph.tools.evaluator.harness.worker import Worker
 from tests.conftest import SOL_FIXTURES
 
@@ -112,7 +113,7 @@ def test_the_reference_on_a_candidates_own_sets_is_timed_after_a_flush_too(
         inputs=lambda idx, seed, scale: [torch.zeros(2)],
         device=torch.device("cpu"),
     )
-    trusted.Reference.time_on_sets(ref, 0, [(5, 3)])  # type: ignore[arg-type]
+    trusted.Reference.time_on_sets(ref, 0, [TimedSets(5, 3)])  # type: ignore[arg-type]
     assert events == ["call", "flush", "call", "flush", "call", "flush", "call"]  # an untimed first call
 
 

@@ -26,7 +26,7 @@ from aka_graph.tools.evaluator.harness.bench import Bench, LayoutChanged
 from aka_graph.tools.evaluator.harness.loading import load_operator
 from aka_graph.tools.evaluator.harness.runner import KernelRunner, digest
 from aka_graph.tools.evaluator.harness.session import WorkloadVerdict
-from aka_graph.tools.evaluator.harness.timing import summarize, timed_seed
+from aka_graph.tools.evaluator.harness.timing import TimedSets, summarize, timed_seed
 from aka_graph.tools.evaluator.harness.trusted import Reference
 from aka_graph.tools.evaluator.harness.worker import Worker
 from tests.conftest import REPO_ROOT
@@ -279,7 +279,7 @@ def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_reva
     ks = TimedOnce()
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["reval"] is None and ks.sent[1]["pool_seed"] == 2 and session.reference.drawn == []
-    assert ks.timed_sets == {0: [(2, 5)]}  # the sets the reference is timed on too (refcache.py)
+    assert ks.timed_sets == {0: [TimedSets(2, 5)]}  # the sets the reference is timed on too (refcache.py)
 
 
 @pytest.mark.parametrize(("method", "sets_of_its_own"), [("cuda_event", True), ("cuda_graph", False)])
@@ -294,7 +294,7 @@ def test_a_gpu_round_records_its_sets_for_the_reference_where_each_timed_call_ha
     ks = TimedOnce(method=method)
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["pool_seed"] == 2
-    assert ks.timed_sets == {0: [(2 if sets_of_its_own else None, 5)]}
+    assert ks.timed_sets == {0: [TimedSets(2 if sets_of_its_own else None, 5)]}
     assert session.reference.drawn == []  # a GPU's sets are not looked at for their shapes
 
 
@@ -317,7 +317,7 @@ def test_a_host_round_whose_fresh_sets_took_other_shapes_makes_the_operator_seed
     ks = host_session(session, monkeypatch, [1, pool_seed, 3, 4])
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert session.contract["layout_varies"] and "shapes follow the seed" in ks.verdicts[0].message
-    assert ks.timed_sets == {0: [(pool_seed, 5)]}
+    assert ks.timed_sets == {0: [TimedSets(pool_seed, 5)]}
     assert set(session.reference.drawn) <= {timed_seed(pool_seed, j) for j in range(5)}
 
 
@@ -328,7 +328,7 @@ def test_a_host_round_on_sets_of_the_bench_shapes_leaves_the_contract_as_it_was(
     ks = host_session(session, monkeypatch, [1, pool_seed, 3, 4])
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert not session.contract.get("layout_varies") and not ks.verdicts[0].message
-    assert ks.timed_sets == {0: [(pool_seed, 5)]}  # recorded all the same: a later round may flip it
+    assert ks.timed_sets == {0: [TimedSets(pool_seed, 5)]}  # recorded all the same: a later round may flip it
     assert sorted(session.reference.drawn) == sorted(timed_seed(pool_seed, j) for j in range(5))
 
 

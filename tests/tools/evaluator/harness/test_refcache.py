@@ -10,11 +10,13 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
 from aka_graph.tools.evaluator.harness import refcache
 from aka_graph.tools.evaluator.harness.refcache import ReferenceTimingCache, entry_key, operator_digest
+from aka_graph.tools.evaluator.harness.timing import TimedSets as TS
 from aka_graph.tools.evaluator.harness.timing import Timing
 from tests.conftest import REPO_ROOT, SOL_FIXTURES
 from tests.tools.evaluator.harness.test_gates import BATCH1
@@ -188,7 +190,7 @@ class _Reference:
         return SimpleNamespace(where="bench", idx=idx, latency_us=2.0, spread_pct=0.0, samples_us=[2.0],
                                method="host_interpreter", kernels_per_call=None, notes=[])  # fmt: skip
 
-    def time_on_sets(self, idx: int, rounds: list[tuple[int | None, int]], l2_bytes: int) -> SimpleNamespace:
+    def time_on_sets(self, idx: int, rounds: list[TS], l2_bytes: int, bench_seed: int) -> SimpleNamespace:
         self.calls.append(("own", idx, tuple(rounds)))
         return SimpleNamespace(where="own", idx=idx, rounds=rounds)
 
@@ -214,13 +216,13 @@ def test_a_seed_shaped_operators_reference_is_timed_on_each_kernels_own_sets_and
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
-    a = SimpleNamespace(label="a", worker=None, timed_sets={0: [(11, 5), (12, 4)], 1: [(13, 5)]})
+    a = SimpleNamespace(label="a", worker=None, timed_sets={0: [TS(11, 5), TS(12, 4)], 1: [TS(13, 5)]})
     b = SimpleNamespace(
-        label="b", worker=None, timed_sets={0: [(21, 3)], 1: [(None, 5)]}
+        label="b", worker=None, timed_sets={0: [TS(21, 3)], 1: [TS(None, 5)]}
     )  # 1: the bench's set
     shared, own, summary = refcache.reference_timings(session, [a, b])
-    assert own["a"][0].rounds == [(11, 5), (12, 4)] and own["a"][1].rounds == [(13, 5)]
-    assert own["b"][0].rounds == [(21, 3)] and 1 not in own["b"]  # b's workload 1 ran on the bench's set
+    assert own["a"][0].rounds == [TS(11, 5), TS(12, 4)] and own["a"][1].rounds == [TS(13, 5)]
+    assert own["b"][0].rounds == [TS(21, 3)] and 1 not in own["b"]  # b's workload 1 ran on the bench's set
     assert 0 not in shared and shared[1].where == "bench"  # only where some kernel ran on the bench's set
     assert ("bench", 1, 77) in session.reference.calls and summary["cached_workloads"] == []
 
@@ -250,8 +252,24 @@ def test_a_kernel_whose_rounds_ran_partly_on_the_bench_set_is_given_the_bench_se
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
-    mixed = SimpleNamespace(label="c", worker=None, timed_sets={0: [(31, 5), (None, 4)]})
+    mixed = SimpleNamespace(label="c", worker=None, timed_sets={0: [TS(31, 5), TS(None, 4)]})
     shared, own, _ = refcache.reference_timings(session, [mixed])
+    assert own == {} and shared[0].where == "bench"
+
+
+def test_a_kernel_whose_own_set_timing_failed_is_given_the_bench_sets_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A reference that cannot be timed on a kernel's sets (one of them of other shapes than a graph's
+    copies, the device out of memory) leaves that kernel the bench set's figure, never no figure."""
+    session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=True)
+
+    def fails(*args: Any) -> None:
+        raise RuntimeError("a set of other shapes")
+
+    session.reference.time_on_sets = fails
+    kernel = SimpleNamespace(label="a", worker=None, timed_sets={0: [TS(31, 4, rotated=True)]})
+    shared, own, _ = refcache.reference_timings(session, [kernel])
     assert own == {} and shared[0].where == "bench"
 
 
@@ -293,10 +311,10 @@ def test_an_operator_with_its_own_generator_is_timed_on_this_evaluations_sets_an
     bench's set (a GPU's graph), on this evaluation's bench set, measured, not read from the cache."""
     session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
     session.reference = _Reference(seed_may_shape=True)
-    kernel = SimpleNamespace(label="a", worker=None, timed_sets={0: [(11, 5)]} if device == "cpu" else {})
+    kernel = SimpleNamespace(label="a", worker=None, timed_sets={0: [TS(11, 5)]} if device == "cpu" else {})
     shared, own, summary = refcache.reference_timings(session, [kernel])
     if device == "cpu":
-        assert own == {"a": {0: SimpleNamespace(where="own", idx=0, rounds=[(11, 5)])}}
+        assert own == {"a": {0: SimpleNamespace(where="own", idx=0, rounds=[TS(11, 5)])}}
         assert 0 not in shared and shared[1].where == "bench"  # workload 1: no fresh-set round
     else:
         assert own == {} and [shared[0].where, shared[1].where] == ["bench", "bench"]
@@ -313,7 +331,7 @@ def test_random_inputs_of_declared_shapes_keep_the_cache(
     """Random tensors of declared shapes: every bench set is a draw of one distribution (the rmsnorm
     fixture's references come from the cache in a campaign)."""
     session = _seed_shaped_session(tmp_path, monkeypatch, layout_varies=False)
-    kernel = SimpleNamespace(label="a", worker=None, timed_sets={0: [(11, 5)]})
+    kernel = SimpleNamespace(label="a", worker=None, timed_sets={0: [TS(11, 5)]})
     shared, own, summary = refcache.reference_timings(session, [kernel])
     assert own == {} and summary["cached_workloads"] == ["w0", "w1"]
     assert session.reference.calls == [] and shared[0].latency_us == 1.0  # the stored figure
