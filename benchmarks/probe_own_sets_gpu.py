@@ -34,6 +34,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="evaluations per kernel and bench seed")
     parser.add_argument("--device", default="cuda")
+    parser.add_argument("--rows", type=int, default=1 << 18, help="the padded buffer's rows (N)")
     args = parser.parse_args()
     kernels = {"reference (events)": honest_source(), "triton (graph)": (TRITON / "kernel.py").read_text()}
     head = f"{'kernel':20} {'bench':6} {'status':8} {'wall_s':>7} {'lat_us':>9} {'ref_us':>9} {'speedup':>8}"
@@ -43,7 +44,8 @@ def main() -> int:
             for _ in range(args.repeat):
                 tmp = Path(tempfile.mkdtemp(prefix="own_sets_"))
                 t0 = time.perf_counter()
-                res = evaluate_with_bench_seed(tmp, padded_fixture(tmp), source, seed, device=args.device)
+                op = padded_fixture(tmp, args.rows)
+                res = evaluate_with_bench_seed(tmp, op, source, seed, device=args.device)
                 wall = time.perf_counter() - t0
                 w = res["workloads"][0] if res.get("workloads") else {}
                 ratio = statistics.median(speedups(res)) if res["status"] == "PASS" else float("nan")

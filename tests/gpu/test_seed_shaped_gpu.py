@@ -81,23 +81,37 @@ def test_skipping_calls_on_buffers_seen_before_gains_nothing_on_cuda(tmp_path: P
         assert res["status"] in ("REWARD_HACK", "INCORRECT"), res["message"]
 
 
+GPU_ROWS = 1 << 18  # the long batch's index_add of 256 Ki rows outweighs the reference's host round trips
+
+
 @pytest.mark.parametrize(
-    "bench_seed", [7 * HEAVY_EVERY, 7 * HEAVY_EVERY + 1], ids=["long bench", "usual bench"]
+    ("candidate", "method"),
+    [("reference", "cuda_event"), ("honest27_padded_triton_early_exit", "cuda_graph")],
+    ids=["uncapturable, CUDA events", "a CUDA graph"],
 )
-def test_the_padded_reference_as_candidate_reads_about_one_when_its_calls_are_timed_by_events(
-    tmp_path: Path, bench_seed: int
+def test_an_honest_kernel_of_the_padded_operator_reads_the_same_on_a_long_and_a_usual_bench_set(
+    tmp_path: Path, candidate: str, method: str
 ) -> None:
-    """Red team round 27's h01 on a GPU: the reference reads the valid count on the host (`int(offsets[-1])`),
-    so its calls cannot be captured and are timed by CUDA events, each on a fresh set of the operator's own
-    generator, mostly short. The reference was timed on the bench's one set: where that set was the rare
-    long batch, the reference itself read several times faster than the reference. Now it is timed on the
-    kernel's own sets (trusted.Reference.time_on_sets)."""
-    res = evaluate_with_bench_seed(
-        tmp_path, padded_fixture(tmp_path), honest_source(), bench_seed, device="cuda"
-    )
-    for w in res["workloads"]:
-        print(bench_seed, w["id"], w["status"], w["latency_us"], w["reference_latency_us"],
-              w["timing_method"], w["reference_timing_method"])  # fmt: skip
-    assert res["status"] == "PASS", res["message"]
-    assert all(w["timing_method"] == "cuda_event" for w in res["workloads"])  # the case in question
-    assert all(0.5 < s < 2.0 for s in speedups(res)), (speedups(res), res["workloads"])
+    """Red team round 27's h01 on a GPU: the padded batch's valid rows follow the seed (all of them on one
+    seed in 16), every shape fixed. The kernel's timed calls run on fresh sets, a call per set (events) or
+    one set per graph copy; its reference was timed on the bench's one set, so where the bench seed drew
+    the long batch, the same kernel read several times faster than where it drew the usual one. Now the
+    reference is timed on the kernel's own sets (trusted.Reference.time_on_sets): the speed-up no longer
+    follows the bench seed."""
+    source = honest_source() if candidate == "reference" else gpu_candidate(candidate)
+    ratios = {}
+    for bench, seed in {"long": 7 * HEAVY_EVERY, "usual": 7 * HEAVY_EVERY + 1}.items():
+        res = evaluate_with_bench_seed(
+            tmp_path / bench, padded_fixture(tmp_path / bench, GPU_ROWS), source, seed, device="cuda"
+        )
+        assert res["status"] == "PASS", res["message"]
+        w = res["workloads"][0]
+        print(f"{candidate} {bench}: {w['latency_us']:.1f} us, reference {w['reference_latency_us']:.1f} us "
+              f"({w['timing_method']} / {w['reference_timing_method']})")  # fmt: skip
+        assert w["timing_method"] == method  # the case in question
+        ratios[bench] = speedups(res)[0]
+    assert 0.6 < ratios["long"] / ratios["usual"] < 1.6, ratios
+
+
+def gpu_candidate(name: str) -> str:
+    return (Path(__file__).resolve().parent / "candidates" / name / "kernel.py").read_text()

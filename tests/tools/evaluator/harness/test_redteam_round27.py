@@ -72,7 +72,9 @@ def padded_reference() -> str:
     return GENERATOR + "\n\n" + run.rstrip() + "\n"
 
 
-def padded_fixture(root: Path) -> Path:
+def padded_fixture(root: Path, rows: int = 65536) -> Path:
+    """The operator, its one workload a buffer of `rows` rows (a GPU needs more for the long batch's
+    device time to outweigh the reference's host round trips)."""
     op = root / "r27_padded_bimodal"
     op.mkdir(parents=True)
     definition = {
@@ -96,7 +98,7 @@ def padded_fixture(root: Path) -> Path:
     }
     (op / "definition.json").write_text(json.dumps(definition))
     custom = {"type": "custom"}
-    wl = {"uuid": "pad-r4", "axes": {"R": 4, "N": 65536}, "inputs": {"values": custom, "offsets": custom}}
+    wl = {"uuid": "pad-r4", "axes": {"R": 4, "N": rows}, "inputs": {"values": custom, "offsets": custom}}
     (op / "workload.jsonl").write_text(json.dumps(wl) + "\n")
     return op
 
