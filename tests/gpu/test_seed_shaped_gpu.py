@@ -97,13 +97,14 @@ def test_an_honest_kernel_of_the_padded_operator_reads_the_same_on_a_long_and_a_
     one set per graph copy; its reference was timed on the bench's one set, so where the bench seed drew
     the long batch, the same kernel read several times faster than where it drew the usual one. Now the
     reference is timed on the kernel's own sets (trusted.Reference.time_on_sets): the speed-up no longer
-    follows the bench seed."""
+    follows the bench seed. The timed sets are all the usual batch here (`usual_sets`): a graph of one
+    copy holds one fresh set, long on one round in 16, and its speed-up then is that set's, rightly.
+    Measured before the change (round 28): 2.53x against 0.76x (events), 136x against 32x (graph)."""
     source = honest_source() if candidate == "reference" else gpu_candidate(candidate)
     ratios = {}
     for bench, seed in {"long": 7 * HEAVY_EVERY, "usual": 7 * HEAVY_EVERY + 1}.items():
-        res = evaluate_with_bench_seed(
-            tmp_path / bench, padded_fixture(tmp_path / bench, GPU_ROWS), source, seed, device="cuda"
-        )
+        op = padded_fixture(tmp_path / bench, GPU_ROWS)
+        res = evaluate_with_bench_seed(tmp_path / bench, op, source, seed, device="cuda", usual_sets=True)
         assert res["status"] == "PASS", res["message"]
         w = res["workloads"][0]
         print(f"{candidate} {bench}: {w['latency_us']:.1f} us, reference {w['reference_latency_us']:.1f} us "

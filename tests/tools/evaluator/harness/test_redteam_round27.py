@@ -110,23 +110,45 @@ def draw_seeds(self):
     _draw(self)
     self.bench_seed = {bench_seed}
 session.Session.draw_seeds = draw_seeds
+{fresh}
 from harness.cli import main
 sys.argv = ["harness", *sys.argv[1:]]
 raise SystemExit(main())
 """
 
+# the parent's fresh seeds (pool seeds among them) drawn so that no timed set is the long batch: the
+# kernel's own sets are then the usual ones, and only the bench seed decides what a bench-set figure is
+USUAL_FRESH_SETS = """import itertools
+from harness import modes, timing
+_next = itertools.count(1000)
+def fresh_seed():
+    while True:
+        p = next(_next)
+        if all(timing.timed_seed(p, j) % {every} for j in range(64)):
+            return p
+modes.fresh_seed = fresh_seed
+"""
+
 
 def evaluate_with_bench_seed(
-    tmp_path: Path, op_dir: Path, source: str, bench_seed: int, cache: Path | None = None, device: str = "cpu"
+    tmp_path: Path,
+    op_dir: Path,
+    source: str,
+    bench_seed: int,
+    cache: Path | None = None,
+    device: str = "cpu",
+    usual_sets: bool = False,
 ) -> dict[str, Any]:
     """test_real_benchmark_classes.evaluate, with the parent's bench seed forced (a patch of the trusted
-    parent, in the test only: the worker gets the seed from the parent's request)."""
+    parent, in the test only: the worker gets the seed from the parent's request); `usual_sets`: every
+    timed set the usual short batch (USUAL_FRESH_SETS)."""
     job = tmp_path / f"job{bench_seed}"
     shutil.copytree(HARNESS_DIR, job / "harness", ignore=shutil.ignore_patterns("__pycache__"))
     (job / "kernel").mkdir()
     (job / "kernel" / "kernel.py").write_text(source)
     env = {**os.environ, "AKA_CACHE_DIR": str(cache or tmp_path / "cache")}  # no other test's figures
-    (job / "drive.py").write_text(DRIVER.format(bench_seed=bench_seed))
+    fresh = USUAL_FRESH_SETS.format(every=HEAVY_EVERY) if usual_sets else ""
+    (job / "drive.py").write_text(DRIVER.format(bench_seed=bench_seed, fresh=fresh))
     proc = subprocess.run(
         [sys.executable, "drive.py", "evaluate", "--op-dir", str(op_dir), "--kernel-dir", str(job / "kernel"),
          "--out", str(job / "result.json"), "--device", device, "--seeds", "3"],
