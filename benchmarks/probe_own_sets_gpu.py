@@ -34,7 +34,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=1, help="evaluations per kernel and bench seed")
     parser.add_argument("--device", default="cuda")
-    parser.add_argument("--rows", type=int, default=1 << 18, help="the padded buffer's rows (N)")
+    parser.add_argument("--rows", type=int, default=1 << 19, help="the padded buffer's rows (N)")
     args = parser.parse_args()
     kernels = {"reference (events)": honest_source(), "triton (graph)": (TRITON / "kernel.py").read_text()}
     head = f"{'kernel':20} {'bench':6} {'status':8} {'wall_s':>7} {'lat_us':>9} {'ref_us':>9} {'speedup':>8}"
