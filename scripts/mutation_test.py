@@ -76,7 +76,22 @@ TARGETS = (
         "seed_shaped_reference",  # which sets a seed-shaped operator's reference is timed on
         "aka_graph/tools/evaluator/harness/refcache.py",
         ("tests/tools/evaluator/harness/test_refcache.py",),
-        functions=("reference_timings", "_on_the_bench_set", "own_set_timings"),
+        functions=("reference_timings", "_all_on_own_sets", "own_set_timings"),
+    ),
+    Target(
+        "own_set_rounds",  # which sets a round's timed calls ran on (a call per set, a graph's copies)
+        "aka_graph/tools/evaluator/harness/modes.py",
+        ("tests/tools/evaluator/harness/test_layout_change.py",),
+        functions=("timed_on",),
+    ),
+    Target(
+        "reference_on_own_sets",  # the reference timed on a kernel's own sets, as the kernel was
+        "aka_graph/tools/evaluator/harness/trusted.py",
+        (
+            "tests/tools/evaluator/harness/test_reference_on_own_sets.py",
+            "tests/tools/evaluator/harness/test_host_cache_flush.py",
+        ),
+        functions=("Reference.time_on_sets", "Reference._gpu_round"),
     ),
     Target(
         "host_round_shapes",  # a host round on sets of other shapes makes the operator seed-shaped
@@ -152,14 +167,27 @@ def _string_sites(tree: ast.AST) -> set[int]:
     return ids
 
 
+def named_functions(tree: ast.Module, functions: tuple[str, ...]) -> list[ast.AST]:
+    """The named top-level functions and `Class.method`s, each that exists (the whole module when none is
+    named)."""
+    if not functions:
+        return [tree]
+    found: list[ast.AST] = []
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef) and node.name in functions:
+            found.append(node)
+        elif isinstance(node, ast.ClassDef):
+            found += [
+                m
+                for m in node.body
+                if isinstance(m, ast.FunctionDef) and f"{node.name}.{m.name}" in functions
+            ]
+    return found
+
+
 def _in_functions(tree: ast.Module, functions: tuple[str, ...]) -> set[int]:
-    """ids of every node inside the named top-level functions (all nodes when none are named)."""
-    roots = (
-        [tree]
-        if not functions
-        else [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name in functions]
-    )
-    return {id(n) for root in roots for n in ast.walk(root)}
+    """ids of every node inside the named functions (all nodes when none are named)."""
+    return {id(n) for root in named_functions(tree, functions) for n in ast.walk(root)}
 
 
 def _sites(tree: ast.Module, functions: tuple[str, ...]) -> Iterator[tuple[ast.AST, str, object]]:
@@ -400,6 +428,10 @@ def main(argv: list[str] | None = None) -> int:
             if missing and not args.list:
                 print(f"{target.name}: test files missing: {missing}", file=sys.stderr)
                 return 2
+            named = named_functions(ast.parse(original), target.functions)
+            if target.functions and len(named) != len(target.functions):
+                print(f"{target.name}: not every function of {target.functions} is in {target.module}")
+                return 2  # a target whose functions moved would mutate nothing and pass
             path.write_text(ast.unparse(ast.parse(original)))  # the baseline runs the unparsed source too
             start = time.monotonic()
             direct = not args.pytest and _direct_ok(scratch, target.tests)

@@ -216,7 +216,7 @@ class Reference:
             return bench.measure()
 
     def time_on_sets(
-        self, idx: int, rounds: list[TimedSets], l2_bytes: int = 0, bench_seed: int | None = None
+        self, idx: int, rounds: list[TimedSets], l2_bytes: int, bench_seed: int | None
     ) -> Timing:
         """The reference timed on the fresh sets a kernel's kept rounds were timed on (timing.TimedSets),
         as the worker timed them: a call per set, or (on a GPU) the sets in a CUDA graph's copies. Each
@@ -283,7 +283,6 @@ class Reference:
 
         call = lambda _k: runner.invoke(drawn["set"])  # noqa: E731
         timing = time_events(call, 1, l2_bytes, sets.count, prepare=draw_set)
-        drawn.clear()
         if sets.rotated:  # a replay's figure is the mean over its copies' sets
             timing.latency_us = statistics.fmean(timing.samples_us)
         return timing

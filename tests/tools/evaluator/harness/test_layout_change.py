@@ -143,8 +143,10 @@ class GraphWorker:
             return {"layout_changed": change}
         med, spread = summarize([5.8] * 5)
         pool = getattr(self, "pool", 5) if msg.get("pool_seed") else 0
+        graph = self.method == "cuda_graph" and msg.get("pool_seed") is not None
         return {"latency_us": med, "spread_pct": spread, "samples_us": [5.8] * 5, "violations": [],
-                "method": self.method, "calls": 10, "pool_size": pool}  # fmt: skip
+                "method": self.method, "calls": 10, "pool_size": pool,
+                "graph_fresh": 3 if graph else 0}  # fmt: skip
 
 
 @pytest.fixture
@@ -282,20 +284,43 @@ def test_a_seed_shaped_operator_on_a_host_keeps_its_fresh_timed_sets_and_no_reva
     assert ks.timed_sets == {0: [TimedSets(2, 5)]}  # the sets the reference is timed on too (refcache.py)
 
 
-@pytest.mark.parametrize(("method", "sets_of_its_own"), [("cuda_event", True), ("cuda_graph", False)])
-def test_a_gpu_round_records_its_sets_for_the_reference_where_each_timed_call_had_one_of_its_own(
-    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, method: str, sets_of_its_own: bool
+@pytest.mark.parametrize(
+    ("method", "recorded"), [("cuda_event", TimedSets(2, 5)), ("cuda_graph", TimedSets(2, 3, rotated=True))]
+)
+def test_a_gpu_round_records_the_sets_its_timed_calls_ran_on_for_the_reference(
+    session: SimpleNamespace, monkeypatch: pytest.MonkeyPatch, method: str, recorded: TimedSets
 ) -> None:
     """Calls a GPU cannot capture are timed by CUDA events, one per fresh set of the round's pool, as a
-    host's are: the reference is timed on those sets too where the operator's generator draws them
-    (refcache.own_set_timings; red team round 27's h01 on a GPU). A graph's replays ran on its rotated
-    copies, and the reference is timed on its own graph over the bench's set."""
+    host's are; a graph's replays rotate over copies holding fresh sets (3 here). Where the operator's
+    generator draws them, the reference is timed on the same sets (refcache.own_set_timings; red team
+    round 27's h01 on a GPU)."""
     monkeypatch.setattr(modes, "fresh_seed", iter([1, 2, 3, 4]).__next__)  # reval, pool, reval_first
     ks = TimedOnce(method=method)
     assert modes._time_round(session, ks, 0) == pytest.approx(5.8)
     assert ks.sent[1]["pool_seed"] == 2
-    assert ks.timed_sets == {0: [TimedSets(2 if sets_of_its_own else None, 5)]}
+    assert ks.timed_sets == {0: [recorded]}
     assert session.reference.drawn == []  # a GPU's sets are not looked at for their shapes
+
+
+@pytest.mark.parametrize(
+    ("reply", "pool_seed", "on_gpu", "recorded"),
+    [
+        ({"pool_size": 5}, 9, False, TimedSets(9, 4)),  # a host's calls, a set each
+        ({"pool_size": 0}, 9, False, TimedSets(None, 4)),  # no fresh sets: the bench's one
+        ({"pool_size": 5, "method": "cuda_event"}, 9, True, TimedSets(9, 4)),
+        ({"pool_size": 0, "method": "cuda_event"}, 9, True, TimedSets(None, 4)),  # over the pool's bytes
+        ({"graph_fresh": 3, "method": "cuda_graph"}, 9, True, TimedSets(9, 3, rotated=True)),
+        ({"graph_fresh": 0, "method": "cuda_graph"}, 9, True, TimedSets(None, 4)),
+        ({"pool_size": 5, "method": "cuda_graph"}, 9, True, TimedSets(None, 4)),  # replays: not a set a call
+        ({"graph_fresh": 3, "method": "cuda_event"}, 9, True, TimedSets(None, 4)),  # events without a pool
+        ({"pool_size": 5, "graph_fresh": 3, "method": "cuda_graph"}, None, True, TimedSets(None, 4)),
+        ({"pool_size": 5}, None, False, TimedSets(None, 4)),  # no pool seed of the parent's: no sets of it
+    ],
+)
+def test_the_sets_a_round_ran_on_follow_the_parents_pool_seed_and_how_the_calls_were_timed(
+    reply: dict[str, Any], pool_seed: int | None, on_gpu: bool, recorded: TimedSets
+) -> None:
+    assert modes.timed_on({**reply, "samples_us": [1.0] * 4}, pool_seed, on_gpu) == recorded
 
 
 # --- a host round on sets of other shapes, where the probe saw fixed ones -----------------------------------

@@ -7,7 +7,9 @@ that record what they are given (a GPU test runs the real ones: tests/gpu/test_s
 
 from __future__ import annotations
 
+import contextlib
 import statistics
+from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any, ClassVar
 
@@ -31,6 +33,7 @@ class _SetsSeen:
         self.most_alive = 0
 
     def inputs(self, idx: int, seed: int, scale: float) -> list[Any]:
+        assert scale == 1.0  # the sets as the kernel's were drawn, never scaled
         self.events.append(f"draw {seed}")
         self.alive.add(seed)
         self.most_alive = max(self.most_alive, len(self.alive))
@@ -154,15 +157,37 @@ def test_an_uncapturable_reference_in_a_graph_round_is_the_mean_of_a_call_per_se
     assert seen.most_alive <= 2  # the bench's set (parked at once), then one set at a time
 
 
+def test_a_round_of_graph_copies_beside_one_of_events_is_said_to_be_timed_by_the_graph(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen = _SetsSeen()
+    monkeypatch.setattr(trusted, "time_events", fake_events({}))
+    ref = gpu_reference(seen, monkeypatch)
+    rounds = [TimedSets(5, 2), TimedSets(6, 3, rotated=True)]
+    timing = trusted.Reference.time_on_sets(ref, 0, rounds, L2, BENCH_SEED)  # type: ignore[arg-type]
+    assert timing.method == "cuda_graph" and timing.latency_us == 4.0  # the median of 1.0 and 7.0
+
+
+@contextlib.contextmanager
+def ticking_clock(step_ns: int) -> Iterator[Any]:
+    """host_reference_timing's clock, each reading `step_ns` after the last."""
+    now = iter(range(0, 1 << 40, step_ns))
+    yield lambda: next(now)
+
+
 def test_on_a_host_the_reference_keeps_its_own_clock_and_never_uses_cuda_events(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     seen = _SetsSeen()
     monkeypatch.setattr(trusted, "time_events", lambda *a, **k: pytest.fail("CUDA events on a host"))
-    monkeypatch.setattr(trusted, "flush_host_caches", lambda: None)
+    monkeypatch.setattr(trusted, "flush_host_caches", lambda: seen.events.append("flush"))
+    monkeypatch.setattr(trusted, "host_reference_timing", lambda: ticking_clock(2500))
     ref = SimpleNamespace(
         runner=lambda idx: SimpleNamespace(invoke=seen.invoke), inputs=seen.inputs, device=torch.device("cpu")
     )
-    timing = trusted.Reference.time_on_sets(ref, 0, [TimedSets(5, 2)])  # type: ignore[arg-type]
-    assert timing.method == "host_interpreter" and len(timing.samples_us) == 2
-    assert seen.most_alive == 1
+    timing = trusted.Reference.time_on_sets(ref, 0, [TimedSets(5, 2)], 0, None)  # type: ignore[arg-type]
+    first, second = timed_seed(5, 0), timed_seed(5, 1)
+    assert seen.events == [f"draw {first}", f"call {first}", f"draw {first}", "flush", f"call {first}",
+                           f"draw {second}", "flush", f"call {second}"]  # fmt: skip
+    assert timing.method == "host_interpreter" and timing.samples_us == [2.5, 2.5]  # one tick a call, in us
+    assert timing.latency_us == 2.5 and seen.most_alive == 1
