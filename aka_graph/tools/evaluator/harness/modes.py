@@ -342,8 +342,9 @@ def _time_round(
     on_gpu = session.device.type == "cuda"
     calls = max(1, int(reply.get("calls") or 1))
     prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls
+    ran_on = timed_on(reply, pool_seed, on_gpu)  # the sets the timed calls ran on
     with span("timing.burst"):
-        inputs = burst_inputs(session, ks, idx) if prepared else None  # each burst call's outputs checked
+        inputs = burst_inputs(session, ks, idx, ran_on) if prepared else None  # each call's outputs checked
         found = check_worker(
             ks, on_gpu, session.call_timeout * 20 + 60, idx, burst_basis(latency, reply, on_gpu), calls,
             prepared, inputs,
@@ -358,7 +359,6 @@ def _time_round(
     verdict.latencies.append(latency)
     # the sets the timed calls ran on: the reference's too where the operator's generator draws them
     # (refcache.own_set_timings): a call per set (a host's, a GPU's CUDA events), or a graph's copies
-    ran_on = timed_on(reply, pool_seed, on_gpu)
     ks.timed_sets.setdefault(idx, []).append(ran_on)
     host_sets = ran_on.seed if not on_gpu else None  # on a GPU the probe's shapes hold (layout_varies)
     if host_sets is not None and _timed_on_other_shapes(session, idx, host_sets, ran_on.count, reply):

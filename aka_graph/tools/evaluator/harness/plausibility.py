@@ -145,6 +145,8 @@ class BurstInputs:
 
     stage: Callable[[int, int], bool]  # (salt, reps): the worker drew one set per call
     verify: Callable[[int, int], tuple[str, str] | None]  # (salt, reps): the finding, or None
+    # (salt, reps): how much larger the burst's sets are than the timed calls' (>= 1; spotcheck.set_scale)
+    scale: Callable[[int, int], float] = lambda salt, reps: 1.0
 
 
 Clock = Callable[[], Any]  # CPU time (ns), or (precise, coarse) ns (proctree.tree_cpu_pair), or None
@@ -296,6 +298,10 @@ def check(
             best_base = base
         estimate = lowest_decided(best_main, best_base, reps, calls, tol.noise)
         message = implausible(reported_us, estimate, reps, calls, tol)
+        if message is not None and staged and inputs is not None:  # larger sets than the timed calls'?
+            scale = inputs.scale(salt, reps)
+            if scale > 1.0 and implausible(reported_us * scale, estimate, reps, calls, tol) is None:
+                message = None
         if message is None:
             return inputs.verify(salt, reps) if staged and inputs is not None else None
     return ("REWARD_HACK", message) if message else None

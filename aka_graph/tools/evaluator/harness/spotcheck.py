@@ -13,14 +13,17 @@ calls would show, so a kernel doing that must skip its work there instead.
 from __future__ import annotations
 
 import random
+import statistics
 from functools import partial
 from typing import Any
 
 from . import gpu_neighbours
+from .layout import value_bytes
 from .memory import SMALL_BYTES, fresh_sets
 from .plausibility import BurstInputs
 from .runner import digest
-from .timing import timed_seed
+from .spans import span
+from .timing import TimedSets, timed_seed
 
 VERIFIED_HOST = 3  # of at most 5 timed calls: skipping the 3 that move the median is always caught
 VERIFIED_EVENTS = 5  # of 30: skipping half of them escapes with probability ~3 %
@@ -153,14 +156,15 @@ def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float)
     return probe.message
 
 
-def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
+def burst_inputs(session: Any, ks: Any, idx: int, timed: TimedSets | None = None) -> BurstInputs | None:
     """The parent's side of a verified eager burst (plausibility.BurstInputs): the worker draws one
     fresh set per burst call from the burst's salt, and the parent checks calls it draws afterwards.
     None where a call cannot be checked after the fact: a stochastic reference (its random draws), or
     on a GPU shapes that change with the seed (no fresh values in fixed buffers). On a host such sets
     take the buffers' place, as the timed calls' do: a burst on the bench's own set alone was held
     against timed calls on sets of other sizes (red team round 25: an honest kernel REWARD_HACK where
-    the bench's seed drew a set 256 times the usual one)."""
+    the bench's seed drew a set 256 times the usual one). `timed`: the sets the round's timed calls
+    ran on, which a burst of larger sets is weighed against (set_scale)."""
     if session.contract.get("stochastic") or (session.contract.get("layout_varies") and _on_gpu(session)):
         return None
 
@@ -169,7 +173,42 @@ def burst_inputs(session: Any, ks: Any, idx: int) -> BurstInputs | None:
         reply = ks.request(msg, session.call_timeout * 20 + 60)
         return reply is not None and reply.get("sets") == reps
 
-    return BurstInputs(stage, lambda salt, reps: verify_burst_calls(session, ks, idx, salt, reps))
+    return BurstInputs(
+        stage,
+        lambda salt, reps: verify_burst_calls(session, ks, idx, salt, reps),
+        lambda salt, reps: set_scale(session, idx, timed, salt, reps),
+    )
+
+
+SCALE_GENERATION_S = 2.0  # the parent's draws that size a burst's sets take about this long at most
+MIN_SIZED_SETS = 12  # but never fewer of the burst's sets than this are sized
+
+
+def set_scale(session: Any, idx: int, timed: TimedSets | None, salt: int, reps: int) -> float:
+    """How many times larger (in bytes) the burst's sets are than those the round's timed calls ran on,
+    for an operator whose own generator decides what each set holds; 1.0 otherwise, or where the burst's
+    are not larger. Asked only where the burst disagreed with the round's figure: a round's few timed
+    calls may all have drawn the usual sets while the burst's many calls drew rare large ones too (red
+    team round 25's bimodal batch, a long prefill on one seed in three at 256 times the rows: five timed
+    calls all short one round in eight, and an honest kernel was called REWARD_HACK after three such
+    rounds, round 28's clean-clone CI). The parent draws the sets itself, from the seeds it sent (the
+    burst's: `timed_seed(salt, j)`), within SCALE_GENERATION_S of its generator's time (a sample of the
+    burst's sets beyond that); a burst of larger sets is then held against the round's figure scaled
+    by their sizes. Work hidden from the timed calls still shows: it is missing from their figure
+    whatever sets they drew."""
+    if timed is None or timed.seed is None or timed.rotated or not session.reference.seed_may_shape:
+        return 1.0
+    generation = session.reference.generation_s.get(idx) or 0.0
+    sized = reps if generation <= 0 else max(MIN_SIZED_SETS, int(SCALE_GENERATION_S / generation))
+    chosen = range(reps) if sized >= reps else random.SystemRandom().sample(range(reps), sized)
+
+    def nbytes(seed: int) -> int:
+        return value_bytes(session.reference.inputs(idx, seed, 1.0))  # one set alive at a time
+
+    with span("timing.burst_sizes"):
+        timed_bytes = statistics.fmean(nbytes(timed_seed(timed.seed, j)) for j in range(max(timed.count, 1)))
+        burst_bytes = statistics.fmean(nbytes(timed_seed(salt, j)) for j in chosen)
+    return max(1.0, burst_bytes / timed_bytes) if timed_bytes > 0 else 1.0
 
 
 def _first_wrong(

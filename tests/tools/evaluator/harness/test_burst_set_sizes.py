@@ -1,0 +1,119 @@
+"""A burst of larger sets than a round's timed calls drew (spotcheck.set_scale): for an operator whose own
+generator decides what each set holds, a round's few timed calls may all draw the usual sets while the
+burst's many calls draw rare large ones too. Red team round 25's bimodal batch (a prefill of 256 times the
+rows on one seed in three) had its five timed calls all short one round in eight, and an honest kernel was
+called REWARD_HACK after three such rounds in round 28's clean-clone CI. The burst is then held against
+the round's figure scaled by the sets' sizes, which the parent draws itself; work hidden from the timed
+calls still shows."""
+
+from __future__ import annotations
+
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+import torch
+
+from aka_graph.tools.evaluator.harness import spotcheck
+from aka_graph.tools.evaluator.harness.plausibility import HOST_TOLERANCE, BurstInputs, check, round_trip_ns
+from aka_graph.tools.evaluator.harness.spotcheck import set_scale
+from aka_graph.tools.evaluator.harness.timing import TimedSets, timed_seed
+
+
+class BurstOfLargerSets:
+    """A worker whose burst calls take `burst_us` each (their sets are larger), answering like the worker."""
+
+    def __init__(self, burst_us: float) -> None:
+        self.burst_us = burst_us
+        self.bursts = 0
+
+    def __call__(self, msg: dict[str, Any]) -> dict[str, Any]:
+        if msg["cmd"] == "burst":
+            self.bursts += 1
+            work = self.burst_us if msg["part"] == "all" else 0.0
+            time.sleep(msg["reps"] * work / 1e6)
+        return {}
+
+
+def inputs_scaled(scale: float, verified: list[int]) -> BurstInputs:
+    return BurstInputs(lambda salt, reps: True, lambda salt, reps: verified.append(reps), lambda s, r: scale)
+
+
+@pytest.mark.parametrize(
+    ("reported_us", "scale", "flagged"),
+    [
+        (1000.0, 1.0, True),  # the usual sets' figure against a burst of 3x the work: disagrees
+        (1000.0, 4.0, False),  # the burst's sets hold 4x the bytes: its 3x is explained
+        (1000.0, 1.2, True),  # only partly larger: still 2.5x unexplained
+        (250.0, 4.0, True),  # a figure a quarter of the truth (work hidden): 4x larger sets do not hide it
+    ],
+)
+def test_a_burst_of_larger_sets_is_weighed_by_their_sizes(
+    reported_us: float, scale: float, flagged: bool
+) -> None:
+    worker = BurstOfLargerSets(burst_us=3000.0)
+    rt = round_trip_ns(worker) or (0, None)
+    verified: list[int] = []
+    found = check(
+        worker, 0, reported_us, 1, rt, HOST_TOLERANCE, prepared=True, inputs=inputs_scaled(scale, verified)
+    )
+    assert (found is not None and found[0] == "REWARD_HACK") is flagged, found
+    assert bool(verified) is not flagged  # the burst that agreed has its outputs checked
+
+
+class _Reference:
+    """Sets of 1 KiB, or 256 KiB on the seeds in `large`; counts its draws."""
+
+    seed_may_shape = True
+
+    def __init__(self, large: set[int], generation_s: float = 0.0) -> None:
+        self.large, self.drawn = large, []
+        self.generation_s = {0: generation_s}
+
+    def inputs(self, idx: int, seed: int, scale: float) -> list[Any]:
+        self.drawn.append(seed)
+        rows = 256 if seed in self.large else 1
+        return [torch.zeros(rows, 256, dtype=torch.uint8) for _ in range(4)]
+
+
+def session_of(reference: _Reference) -> SimpleNamespace:
+    return SimpleNamespace(reference=reference)
+
+
+def test_the_scale_is_the_bursts_mean_set_size_over_the_timed_calls() -> None:
+    large = {timed_seed(7, j) for j in range(0, 30, 3)}  # every third burst set: 256x the bytes
+    ref = _Reference(large)
+    scale = set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30)
+    assert scale == pytest.approx((20 * 1 + 10 * 256) / 30)
+    assert sorted(ref.drawn) == sorted(
+        [timed_seed(5, j) for j in range(5)] + [timed_seed(7, j) for j in range(30)]
+    )
+
+
+@pytest.mark.parametrize(
+    ("timed", "seed_may_shape"),
+    [
+        (None, True),  # no round's sets known
+        (TimedSets(None, 5), True),  # the timed calls ran on the bench's set
+        (TimedSets(5, 3, rotated=True), True),  # a graph's copies (a GPU's)
+        (TimedSets(5, 5), False),  # random tensors of declared shapes: every set the same size
+    ],
+)
+def test_no_scale_where_the_sets_are_not_the_operators_own_draws(
+    timed: TimedSets | None, seed_may_shape: bool
+) -> None:
+    ref = _Reference({timed_seed(7, 0)})
+    ref.seed_may_shape = seed_may_shape
+    assert set_scale(session_of(ref), 0, timed, 7, 30) == 1.0 and ref.drawn == []
+
+
+def test_a_burst_of_smaller_sets_never_makes_the_check_stricter() -> None:
+    ref = _Reference({timed_seed(5, j) for j in range(5)})  # the timed calls all drew large sets
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == 1.0
+
+
+def test_a_slow_generator_has_a_sample_of_the_bursts_sets_sized() -> None:
+    ref = _Reference(set(), generation_s=0.5)  # 2 s buys 4 draws: the floor of 12 burst sets holds
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100) == 1.0
+    assert len(ref.drawn) == 5 + spotcheck.MIN_SIZED_SETS
