@@ -94,6 +94,12 @@ TARGETS = (
         functions=("Reference.time_on_sets", "Reference._gpu_round"),
     ),
     Target(
+        "burst_set_sizes",  # a disagreeing burst weighed by the sizes of its sets against the round's
+        "aka_graph/tools/evaluator/harness/spotcheck.py",
+        ("tests/tools/evaluator/harness/test_burst_set_sizes.py",),
+        functions=("set_scale",),
+    ),
+    Target(
         "host_round_shapes",  # a host round on sets of other shapes makes the operator seed-shaped
         "aka_graph/tools/evaluator/harness/modes.py",
         ("tests/tools/evaluator/harness/test_layout_change.py",),

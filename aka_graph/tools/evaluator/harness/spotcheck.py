@@ -200,7 +200,7 @@ def set_scale(session: Any, idx: int, timed: TimedSets | None, salt: int, reps: 
         return 1.0
     generation = session.reference.generation_s.get(idx) or 0.0
     sized = reps if generation <= 0 else max(MIN_SIZED_SETS, int(SCALE_GENERATION_S / generation))
-    chosen = range(reps) if sized >= reps else random.SystemRandom().sample(range(reps), sized)
+    chosen = random.SystemRandom().sample(range(reps), min(sized, reps))
 
     def nbytes(seed: int) -> int:
         return value_bytes(session.reference.inputs(idx, seed, 1.0))  # one set alive at a time

@@ -67,14 +67,14 @@ class _Reference:
 
     seed_may_shape = True
 
-    def __init__(self, large: set[int], generation_s: float = 0.0) -> None:
-        self.large, self.drawn = large, []
+    def __init__(self, large: set[int], generation_s: float = 0.0, small: int = 1, big: int = 256) -> None:
+        self.large, self.drawn, self.small, self.big = large, [], small, big
         self.generation_s = {0: generation_s}
 
     def inputs(self, idx: int, seed: int, scale: float) -> list[Any]:
+        assert scale == 1.0  # the sets as the worker drew them
         self.drawn.append(seed)
-        rows = 256 if seed in self.large else 1
-        return [torch.zeros(rows, 256, dtype=torch.uint8) for _ in range(4)]
+        return [torch.zeros(self.big if seed in self.large else self.small, dtype=torch.uint8)]
 
 
 def session_of(reference: _Reference) -> SimpleNamespace:
@@ -117,3 +117,30 @@ def test_a_slow_generator_has_a_sample_of_the_bursts_sets_sized() -> None:
     ref = _Reference(set(), generation_s=0.5)  # 2 s buys 4 draws: the floor of 12 burst sets holds
     assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100) == 1.0
     assert len(ref.drawn) == 5 + spotcheck.MIN_SIZED_SETS
+
+
+def test_a_burst_a_little_larger_gets_that_little() -> None:
+    large = {timed_seed(7, j) for j in range(0, 30, 15)}  # 2 of 30 burst sets: 8x the bytes
+    ref = _Reference(large, small=2, big=16)
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == pytest.approx((28 * 2 + 2 * 16) / 30 / 2)
+
+
+@pytest.mark.parametrize(("small", "big", "scale"), [(0, 0, 1.0), (0, 4, 1.0), (1, 3, 3.0)])
+def test_sets_of_no_bytes_or_one_byte(small: int, big: int, scale: float) -> None:
+    """Empty timed sets give no scale (nothing to divide by); a byte is a size like any other."""
+    ref = _Reference({timed_seed(7, j) for j in range(30)}, small=small, big=big)
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == scale
+
+
+@pytest.mark.parametrize(("count", "timed_draws"), [(0, 1), (1, 1), (3, 3)])
+def test_the_timed_sets_sized_are_those_the_round_ran_on(count: int, timed_draws: int) -> None:
+    ref = _Reference(set())
+    set_scale(session_of(ref), 0, TimedSets(5, count), 7, 30)
+    assert ref.drawn[:timed_draws] == [timed_seed(5, j) for j in range(timed_draws)]
+    assert len(ref.drawn) == timed_draws + 30
+
+
+def test_a_fast_generator_sizes_as_many_of_the_bursts_sets_as_two_seconds_of_it_draw() -> None:
+    ref = _Reference(set(), generation_s=0.1)  # 2 s buys 20 draws of the burst's 100 sets
+    set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100)
+    assert len(ref.drawn) == 5 + 20
