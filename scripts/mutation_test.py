@@ -91,7 +91,7 @@ TARGETS = (
             "tests/tools/evaluator/harness/test_reference_on_own_sets.py",
             "tests/tools/evaluator/harness/test_host_cache_flush.py",
         ),
-        functions=("Reference.time_on_sets", "Reference._gpu_round"),
+        functions=("Reference.time_on_sets", "Reference._host_round", "Reference._gpu_round"),
     ),
     Target(
         "burst_set_sizes",  # a disagreeing burst weighed by the sizes of its sets against the round's

@@ -225,31 +225,31 @@ class Reference:
         kernel's timed calls, too, follow calls of its own). On a host each call starts from flushed
         caches; on a GPU: `_gpu_round`."""
         runner = self.runner(idx)
+        first = timed_seed(int(rounds[0].seed), 0)  # type: ignore[arg-type]
         if self.device.type == "cuda":
-            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0].seed), 0), 1.0))  # type: ignore[arg-type]
+            runner.invoke(self.inputs(idx, first, 1.0))
             timings = [self._gpu_round(runner, idx, r, l2_bytes, bench_seed) for r in rounds]
-            medians = [t.latency_us for t in timings]
-            samples = [v for t in timings for v in t.samples_us]
-            method = "cuda_graph" if any(t.method == "cuda_graph" for t in timings) else "cuda_event"
-            spread = summarize(samples)[1]
-            return Timing(statistics.median(medians), spread, samples, method, None, [OWN_SETS_NOTE])
-        medians: list[float] = []
-        samples: list[float] = []
-        with host_reference_timing() as clock:
-            runner.invoke(self.inputs(idx, timed_seed(int(rounds[0].seed), 0), 1.0))  # type: ignore[arg-type]
-            for pool_seed, n, _ in rounds:
-                mine = []
-                for j in range(n):
-                    inputs = self.inputs(idx, timed_seed(int(pool_seed), j), 1.0)  # type: ignore[arg-type]
-                    flush_host_caches()  # from cold caches, as the worker's timed calls (Bench)
-                    t0 = clock()
-                    runner.invoke(inputs)
-                    mine.append((clock() - t0) / 1e3)
-                    del inputs
-                medians.append(summarize(mine)[0])
-                samples += mine
-        spread = summarize(samples)[1]
-        return Timing(statistics.median(medians), spread, samples, "host_interpreter", None, [OWN_SETS_NOTE])
+        else:
+            with host_reference_timing() as clock:
+                runner.invoke(self.inputs(idx, first, 1.0))
+                timings = [self._host_round(runner, idx, r, clock) for r in rounds]
+        samples = [v for t in timings for v in t.samples_us]
+        method = "cuda_graph" if any(t.method == "cuda_graph" for t in timings) else timings[0].method
+        median = statistics.median(t.latency_us for t in timings)
+        return Timing(median, summarize(samples)[1], samples, method, None, [OWN_SETS_NOTE])
+
+    def _host_round(self, runner: KernelRunner, idx: int, sets: TimedSets, clock: Any) -> Timing:
+        """One round's figure on a host: a call per set, each from flushed caches, by the parent's clock
+        (nanoseconds); their median."""
+        mine = []
+        for j in range(sets.count):
+            inputs = self.inputs(idx, timed_seed(int(sets.seed), j), 1.0)  # type: ignore[arg-type]
+            flush_host_caches()  # from cold caches, as the worker's timed calls (Bench)
+            t0 = clock()
+            runner.invoke(inputs)
+            mine.append((clock() - t0) / 1e3)
+            del inputs
+        return Timing(*summarize(mine), mine, "host_interpreter")
 
     def _gpu_round(
         self, runner: KernelRunner, idx: int, sets: TimedSets, l2_bytes: int, bench_seed: int | None
