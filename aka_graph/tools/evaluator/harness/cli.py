@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from . import report
+from .cpu_budget import CPU_BUDGET_S
 
 COMPARISON_SCHEMA = "aka_graph.comparison.v1"
 
@@ -45,6 +46,13 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--all-workloads",
         action="store_true",
         help="on CPU, every workload (default: a representative subset within the interpreter's work cap)",
+    )
+    p.add_argument(
+        "--cpu-budget-s",
+        type=float,
+        default=CPU_BUDGET_S,
+        help="on CPU, the default subset stops after the first reference call when the evaluation is "
+        "projected past this many seconds (0: no limit; --shape-id and --all-workloads are never limited)",
     )
     p.add_argument(
         "--no-source-policy",
@@ -178,6 +186,7 @@ def _settings(args: argparse.Namespace) -> Any:
         source_policy=not args.no_source_policy,
         private_shapes=args.private_shapes,
         all_workloads=args.all_workloads,
+        cpu_budget_s=args.cpu_budget_s,
         blob_root=args.blob_root.resolve() if args.blob_root else None,
     )
 
@@ -185,6 +194,7 @@ def _settings(args: argparse.Namespace) -> Any:
 def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, Any], t0: float) -> int:
     import torch
 
+    from .cpu_budget import HostTooSlow
     from .gpu_specs import UnknownGpuError
     from .inputs import out_of_memory
     from .memory import HostTooSmall
@@ -217,7 +227,7 @@ def _run(args: argparse.Namespace, kernels: dict[str, Path], workers: dict[str, 
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)
         return 1
-    except (UnknownGpuError, HostTooSmall) as exc:  # the environment's, said as such
+    except (UnknownGpuError, HostTooSmall, HostTooSlow) as exc:  # the environment's, said as such
         print(f"error: {exc}", file=sys.stderr)
         _emit(_failure("INFRA_ERROR", str(exc)), args.out)
         return 1

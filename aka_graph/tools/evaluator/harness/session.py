@@ -17,6 +17,7 @@ import torch
 from . import hostmem
 from .bench import call_has_no_work
 from .blobs import missing_blobs
+from .cpu_budget import CPU_BUDGET_S, CpuWorkload, HostTooSlow, refusal
 from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, declared_bytes, dtype_of, fp4x2_values
@@ -97,6 +98,7 @@ class Settings:
     source_policy: bool = True  # False only to test the in-worker checks on their own
     private_shapes: bool = False  # production mode: no message may carry shapes back to the agent
     all_workloads: bool = False  # on CPU: every workload, not the representative subset (subset.py)
+    cpu_budget_s: float = CPU_BUDGET_S  # on CPU, the default subset's time limit (cpu_budget.py; 0: none)
     blob_root: Path | None = None  # where safetensors inputs' relative paths resolve
 
 
@@ -314,7 +316,8 @@ class Session:
                 workload_elements(self.op, self.op.workloads[i]),
             ),
         )
-        self.contract = self.reference.contract(probe)
+        budgeted = self.device.type == "cpu" and not settings.all_workloads and not settings.shape_ids
+        self.contract = self.reference.contract(probe, self._cpu_budget(probe) if budgeted else None)
         self.times["contract_probed"] = time.perf_counter()
         self.seeds: list[tuple[int, float, int | None]] = []
         self.bench_seed = 0
@@ -326,6 +329,22 @@ class Session:
         # directions are drawn from with the inputs' digest (one output on one input, one verdict)
         self.near_tie_left_s, self.near_tie_secret = BUDGET_S, fresh_seed()
         self.draw_seeds()
+
+    def _cpu_budget(self, probe: int) -> Callable[[float], None]:
+        """The check of a default CPU evaluation's projected time, after the probe's first reference call
+        (cpu_budget.py): HostTooSlow, naming what it measured and how to go on, when it is hopeless."""
+
+        def sized(i: int) -> CpuWorkload:
+            wl = self.op.workloads[i]
+            return CpuWorkload(wl.id, workload_elements(self.op, wl))
+
+        def check(first_call_s: float) -> None:
+            chosen = [sized(i) for i in self.indices]
+            why = refusal(first_call_s, sized(probe), chosen, self.settings.cpu_budget_s)
+            if why:
+                raise HostTooSlow(why)
+
+        return check
 
     def _largest_declared_bytes(self) -> int:
         """The largest chosen workload's declared inputs and outputs (SOL operators; 0 for others)."""

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import statistics
 import time
+from collections.abc import Callable
 from typing import Any
 
 import torch
@@ -131,15 +132,20 @@ class Reference:
         except Exception:  # the counter cannot trace every reference: count nothing rather than fail
             return runner.invoke(inputs, rng_seed=rng_seed), None
 
-    def contract(self, idx: int) -> dict[str, Any]:
+    def contract(self, idx: int, after_first_call: Callable[[float], None] | None = None) -> dict[str, Any]:
         """The reference's in-place contract, probed once on workload `idx` (see in_place_contract), and
         whether it is `stochastic`: its outputs on the same inputs differ when torch's generators are
         seeded differently (dropout, sampling). A stochastic reference is compared only on calls seeded
-        like its own (the correctness calls): timed calls cannot be seeded (a CUDA graph, a burst)."""
+        like its own (the correctness calls): timed calls cannot be seeded (a CUDA graph, a burst).
+        `after_first_call` is told the first call's seconds, before anything else runs (cpu_budget.py:
+        it may stop a hopeless CPU evaluation there by raising)."""
         seed, runner = self.init_seed, self.runner(idx)
         inputs = self.inputs(idx, seed, 1.0)
         before = digest(inputs)
+        t0 = time.perf_counter()
         result = runner.invoke(inputs, rng_seed=seed)
+        if after_first_call is not None:
+            after_first_call(time.perf_counter() - t0)
         contract = in_place_contract(inputs, before, result)
         first, layout = _fingerprint(result), _layout(inputs)
         del inputs, result  # one input set alive at a time (large operators: memory.py)

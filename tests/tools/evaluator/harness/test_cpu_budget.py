@@ -1,0 +1,126 @@
+"""A default CPU evaluation that cannot finish in a stated time stops after one reference call, saying
+what it measured and how to go on (issue 9: the public benchmark's `026_video_patch_embedding_projection`
+took 58 s a float16 conv3d call on a 2-core host and ground on past 420 s with no result at all).
+
+The projection is a lower bound from the contract probe's first call, so an evaluation that fits is
+never refused: a first call under a second is never extrapolated, a tiny probe's fixed cost is not
+scaled up by the larger workloads' elements, and an explicit `--shape-id` or `--all-workloads` (the
+user's word that the time is wanted) is never limited."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from aka_graph.tools.evaluator.harness import cpu_budget
+from aka_graph.tools.evaluator.harness.cpu_budget import (
+    CALLS_PER_WORKLOAD,
+    CONTRACT_CALLS,
+    CpuWorkload,
+    HostTooSlow,
+    projected_s,
+    refusal,
+)
+from aka_graph.tools.evaluator.harness.session import Session, Settings
+from tests.conftest import REPO_ROOT
+
+SLOW = REPO_ROOT / "tests" / "fixtures" / "sol" / "cpu_slow_reference"  # 1.1 s a reference call
+VIDEO = CpuWorkload("a4eea060", 865_964_032)  # 026's smallest workload
+
+
+@pytest.mark.parametrize(
+    ("first_call_s", "refused"),
+    [
+        (54.7, True),  # 026 in float16 on this host: 21 min
+        (26.5, True),  # just past the default 600 s for one workload
+        (25.0, False),  # 575 s: within it
+        (8.7, False),  # 026 in bfloat16: 279 s measured, evaluated
+        (0.9, False),  # never extrapolated below a second, however long the rest would be
+    ],
+)
+def test_one_workload_is_refused_only_when_even_the_lower_bound_passes_the_budget(
+    first_call_s: float, refused: bool
+) -> None:
+    assert (refusal(first_call_s, VIDEO, [VIDEO]) is not None) is refused
+
+
+def test_the_refusal_says_what_was_measured_and_both_ways_on() -> None:
+    why = refusal(54.7, VIDEO, [VIDEO])
+    assert why is not None
+    assert why.startswith("a CPU evaluation of workload a4eea060 would take at least 21 min on this host")
+    assert "its first reference call (865,964,032 input+output elements) took 54.7 s" in why
+    assert "stops past 10 min" in why
+    assert "--device cuda" in why and "(--shape-id a4eea060)" in why
+
+
+def test_several_workloads_are_named_each_with_its_own_flag() -> None:
+    small, large = CpuWorkload("small", 1_000), CpuWorkload("large", 2_000_000)
+    why = refusal(15.0, small, [small, large])
+    assert why is not None
+    assert "a CPU evaluation of 2 workloads" in why and "the smallest, small," in why
+    assert why.endswith("name the workloads to run here anyway (--shape-id small --shape-id large)")
+
+
+def test_the_projection_counts_each_chosen_workload_at_the_probes_time_never_scaled_by_elements() -> None:
+    tiny, huge = CpuWorkload("tiny", 10), CpuWorkload("huge", 10_000_000)
+    assert projected_s(2.0, [tiny]) == 2.0 * (CONTRACT_CALLS + CALLS_PER_WORKLOAD)
+    assert projected_s(2.0, [tiny, huge]) == 2.0 * (CONTRACT_CALLS + 2 * CALLS_PER_WORKLOAD)
+    assert refusal(2.0, tiny, [tiny, huge]) is None  # 86 s: a fixed-cost call is not taken for hours
+
+
+def test_a_budget_of_zero_is_no_limit_and_a_smaller_one_refuses_sooner() -> None:
+    assert refusal(54.7, VIDEO, [VIDEO], budget_s=0) is None
+    assert refusal(1.5, VIDEO, [VIDEO], budget_s=30) is not None
+    assert refusal(1.5, VIDEO, [VIDEO], budget_s=40) is None  # 34.5 s
+
+
+def test_the_default_subset_stops_after_the_first_reference_call(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[float] = []
+    real = cpu_budget.refusal
+
+    def counting(first_call_s: float, *args: object) -> str | None:
+        calls.append(first_call_s)
+        return real(first_call_s, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr("aka_graph.tools.evaluator.harness.session.refusal", counting)
+    start = time.monotonic()
+    with pytest.raises(HostTooSlow, match=r"2 workloads would take at least 4\d s on this host"):
+        Session(Settings(op_dir=SLOW, device="cpu", cpu_budget_s=30))
+    assert len(calls) == 1 and 1.1 <= calls[0] < 3
+    assert time.monotonic() - start < 2 * 1.1 + 5  # the probe's other two calls never ran
+
+
+@pytest.mark.parametrize(
+    "opt_in",
+    [{"shape_ids": ["rows-8"]}, {"all_workloads": True}, {"cpu_budget_s": 0}],
+    ids=["named workload", "all workloads", "no budget"],
+)
+def test_an_explicit_choice_is_never_limited(opt_in: dict[str, object]) -> None:
+    settings = Settings(op_dir=SLOW, device="cpu", **{"cpu_budget_s": 20, **opt_in})  # type: ignore[arg-type]
+    session = Session(settings)  # the probe's three calls, no refusal (budgeted, even one is 25 s > 20)
+    assert session.contract["stochastic"] is False
+
+
+def test_the_cli_says_it_in_one_line_as_the_environments_and_exits_1(tmp_path: Path) -> None:
+    kernel = tmp_path / "kernel"
+    kernel.mkdir()
+    source = json.loads((SLOW / "definition.json").read_text())["reference"]
+    (kernel / "kernel.py").write_text(source + "\n\nDESTINATION_PASSING_STYLE = False\n")
+    out = tmp_path / "result.json"
+    argv = [sys.executable, "-m", "aka_graph.tools.evaluator.harness", "evaluate", "--op-dir", str(SLOW)]
+    argv += ["--kernel-dir", str(kernel), "--device", "cpu", "--out", str(out), "--cpu-budget-s", "30"]
+    proc = subprocess.run(argv, cwd=REPO_ROOT, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 1, proc.stderr[-2000:]
+    result = json.loads(out.read_text())
+    assert result["status"] == "INFRA_ERROR"
+    assert (
+        "would take at least" in result["message"]
+        and "--shape-id rows-8 --shape-id rows-512" in result["message"]
+    )
+    errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "Traceback" not in proc.stderr
