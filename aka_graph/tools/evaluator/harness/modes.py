@@ -343,8 +343,10 @@ def _time_round(
     calls = max(1, int(reply.get("calls") or 1))
     prepared = reply.get("method") != "cuda_graph"  # host / event timing perturbs inputs before calls
     ran_on = timed_on(reply, pool_seed, on_gpu)  # the sets the timed calls ran on
+    burst_notes: list[str] = []  # a burst cleared only by weighing its sets' sizes, said in the result
     with span("timing.burst"):
-        inputs = burst_inputs(session, ks, idx, ran_on) if prepared else None  # each call's outputs checked
+        # each call's outputs checked
+        inputs = burst_inputs(session, ks, idx, ran_on, burst_notes.append) if prepared else None
         found = check_worker(
             ks, on_gpu, session.call_timeout * 20 + 60, idx, burst_basis(latency, reply, on_gpu), calls,
             prepared, inputs,
@@ -368,8 +370,8 @@ def _time_round(
     verdict.spread = reply["spread_pct"]
     verdict.method = reply["method"]
     verdict.kernels_per_call = reply.get("kernels_per_call")
-    if reply.get("notes"):
-        verdict.message = "; ".join(reply["notes"])[:1000]
+    notes = [verdict.message, *(reply.get("notes") or []), *burst_notes]  # none overwrites another,
+    verdict.message = "; ".join(dict.fromkeys(m for m in notes if m))[:1000]  # nor repeats a round's
     sol = session.sol.get(idx)
     if sol is not None and below_bound(latency, sol.hard_bound_us):
         verdict.fail(

@@ -147,6 +147,9 @@ class BurstInputs:
     verify: Callable[[int, int], tuple[str, str] | None]  # (salt, reps): the finding, or None
     # (salt, reps): how much larger the burst's sets are than the timed calls' (>= 1; spotcheck.set_scale)
     scale: Callable[[int, int], float] = lambda salt, reps: 1.0
+    # told, for the workload's result, when only that weighing cleared a burst: a verdict that rests on
+    # the parent's sizing of the sets is said, not silent
+    note: Callable[[str], None] = lambda text: None
 
 
 Clock = Callable[[], Any]  # CPU time (ns), or (precise, coarse) ns (proctree.tree_cpu_pair), or None
@@ -302,6 +305,11 @@ def check(
             scale = inputs.scale(salt, reps)
             if scale > 1.0 and implausible(reported_us * scale, estimate, reps, calls, tol) is None:
                 message = None
+                inputs.note(
+                    f"the timing cross-check's burst ran at {estimate:.3f} us per call on sets {scale:.2f}x "
+                    f"the bytes of the timed calls' sets, and was weighed by that against the reported "
+                    f"{reported_us:.3f} us (the operator's generator sizes its sets by the seed)"
+                )
         if message is None:
             return inputs.verify(salt, reps) if staged and inputs is not None else None
     return ("REWARD_HACK", message) if message else None

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import random
 import statistics
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -156,7 +157,13 @@ def untimed_call_wrong(session: Any, ks: Any, idx: int, seed: int, scale: float)
     return probe.message
 
 
-def burst_inputs(session: Any, ks: Any, idx: int, timed: TimedSets | None = None) -> BurstInputs | None:
+def burst_inputs(
+    session: Any,
+    ks: Any,
+    idx: int,
+    timed: TimedSets | None = None,
+    note: Callable[[str], None] = lambda text: None,
+) -> BurstInputs | None:
     """The parent's side of a verified eager burst (plausibility.BurstInputs): the worker draws one
     fresh set per burst call from the burst's salt, and the parent checks calls it draws afterwards.
     None where a call cannot be checked after the fact: a stochastic reference (its random draws), or
@@ -164,7 +171,8 @@ def burst_inputs(session: Any, ks: Any, idx: int, timed: TimedSets | None = None
     take the buffers' place, as the timed calls' do: a burst on the bench's own set alone was held
     against timed calls on sets of other sizes (red team round 25: an honest kernel REWARD_HACK where
     the bench's seed drew a set 256 times the usual one). `timed`: the sets the round's timed calls
-    ran on, which a burst of larger sets is weighed against (set_scale)."""
+    ran on, which a burst of larger sets is weighed against (set_scale); `note`: told when only that
+    weighing cleared a burst (for the workload's result)."""
     if session.contract.get("stochastic") or (session.contract.get("layout_varies") and _on_gpu(session)):
         return None
 
@@ -177,6 +185,7 @@ def burst_inputs(session: Any, ks: Any, idx: int, timed: TimedSets | None = None
         stage,
         lambda salt, reps: verify_burst_calls(session, ks, idx, salt, reps),
         lambda salt, reps: set_scale(session, idx, timed, salt, reps),
+        note,
     )
 
 

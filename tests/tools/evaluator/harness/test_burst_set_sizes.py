@@ -36,8 +36,11 @@ class BurstOfLargerSets:
         return {}
 
 
-def inputs_scaled(scale: float, verified: list[int]) -> BurstInputs:
-    return BurstInputs(lambda salt, reps: True, lambda salt, reps: verified.append(reps), lambda s, r: scale)
+def inputs_scaled(scale: float, verified: list[int], notes: list[str] | None = None) -> BurstInputs:
+    told = notes.append if notes is not None else (lambda text: None)
+    return BurstInputs(
+        lambda salt, reps: True, lambda salt, reps: verified.append(reps), lambda s, r: scale, told
+    )
 
 
 @pytest.mark.parametrize(
@@ -55,11 +58,25 @@ def test_a_burst_of_larger_sets_is_weighed_by_their_sizes(
     worker = BurstOfLargerSets(burst_us=3000.0)
     rt = round_trip_ns(worker) or (0, None)
     verified: list[int] = []
-    found = check(
-        worker, 0, reported_us, 1, rt, HOST_TOLERANCE, prepared=True, inputs=inputs_scaled(scale, verified)
-    )
+    notes: list[str] = []
+    inputs = inputs_scaled(scale, verified, notes)
+    found = check(worker, 0, reported_us, 1, rt, HOST_TOLERANCE, prepared=True, inputs=inputs)
     assert (found is not None and found[0] == "REWARD_HACK") is flagged, found
     assert bool(verified) is not flagged  # the burst that agreed has its outputs checked
+    # a pass that rests on the weighing is said in the result, with the figures it weighed
+    assert bool(notes) is (not flagged and scale > 1.0)
+    if notes:
+        assert f"on sets {scale:.2f}x the bytes of the timed calls' sets" in notes[-1]
+        assert f"against the reported {reported_us:.3f} us" in notes[-1]
+
+
+def test_a_burst_that_agrees_unweighed_leaves_no_note() -> None:
+    worker = BurstOfLargerSets(burst_us=1000.0)
+    rt = round_trip_ns(worker) or (0, None)
+    notes: list[str] = []
+    inputs = inputs_scaled(4.0, [], notes)
+    assert check(worker, 0, 1000.0, 1, rt, HOST_TOLERANCE, prepared=True, inputs=inputs) is None
+    assert notes == []
 
 
 class _Reference:
