@@ -17,7 +17,7 @@ import torch
 from . import hostmem
 from .bench import call_has_no_work
 from .blobs import missing_blobs
-from .cpu_budget import CPU_BUDGET_S, CpuWorkload, HostTooSlow, refusal
+from .cpu_budget import CPU_BUDGET_S, JUDGED_CALLS, CpuWorkload, HostTooSlow, refusal
 from .gpu_specs import GpuSpec, load_table, lookup
 from .hostclock import ClockPairs
 from .inputs import FP4X2, declared_bytes, dtype_of, fp4x2_values
@@ -331,16 +331,22 @@ class Session:
         self.draw_seeds()
 
     def _cpu_budget(self, probe: int) -> Callable[[float], None]:
-        """The check of a default CPU evaluation's projected time, after the probe's first reference call
-        (cpu_budget.py): HostTooSlow, naming what it measured and how to go on, when it is hopeless."""
+        """The check of a default CPU evaluation's projected time on the probe's reference calls
+        (cpu_budget.py): HostTooSlow, naming what it measured and how to go on, when it is hopeless.
+        Judged on the faster of the first two calls: a first call's one-time costs (a table built and
+        cached, a library's lazy set-up) are never extrapolated over the whole evaluation."""
+        calls: list[float] = []
 
         def sized(i: int) -> CpuWorkload:
             wl = self.op.workloads[i]
             return CpuWorkload(wl.id, workload_elements(self.op, wl))
 
-        def check(first_call_s: float) -> None:
+        def check(call_s: float) -> None:
+            calls.append(call_s)
+            if len(calls) != JUDGED_CALLS:
+                return
             chosen = [sized(i) for i in self.indices]
-            why = refusal(first_call_s, sized(probe), chosen, self.settings.cpu_budget_s)
+            why = refusal(min(calls), sized(probe), chosen, self.settings.cpu_budget_s)
             if why:
                 raise HostTooSlow(why)
 

@@ -132,26 +132,31 @@ class Reference:
         except Exception:  # the counter cannot trace every reference: count nothing rather than fail
             return runner.invoke(inputs, rng_seed=rng_seed), None
 
-    def contract(self, idx: int, after_first_call: Callable[[float], None] | None = None) -> dict[str, Any]:
+    def contract(self, idx: int, after_call: Callable[[float], None] | None = None) -> dict[str, Any]:
         """The reference's in-place contract, probed once on workload `idx` (see in_place_contract), and
         whether it is `stochastic`: its outputs on the same inputs differ when torch's generators are
         seeded differently (dropout, sampling). A stochastic reference is compared only on calls seeded
         like its own (the correctness calls): timed calls cannot be seeded (a CUDA graph, a burst).
-        `after_first_call` is told the first call's seconds, before anything else runs (cpu_budget.py:
+        `after_call` is told each probe call's seconds as it returns, two calls at least (cpu_budget.py:
         it may stop a hopeless CPU evaluation there by raising)."""
         seed, runner = self.init_seed, self.runner(idx)
+
+        def call(inputs: list[Any], rng_seed: int) -> list[Any]:
+            t0 = time.perf_counter()
+            result = runner.invoke(inputs, rng_seed=rng_seed)
+            if after_call is not None:
+                after_call(time.perf_counter() - t0)
+            return result
+
         inputs = self.inputs(idx, seed, 1.0)
         before = digest(inputs)
-        t0 = time.perf_counter()
-        result = runner.invoke(inputs, rng_seed=seed)
-        if after_first_call is not None:
-            after_first_call(time.perf_counter() - t0)
+        result = call(inputs, seed)
         contract = in_place_contract(inputs, before, result)
         first, layout = _fingerprint(result), _layout(inputs)
         del inputs, result  # one input set alive at a time (large operators: memory.py)
 
         def again(input_seed: int, rng_seed: int) -> Any:
-            return _fingerprint(runner.invoke(self.inputs(idx, input_seed, 1.0), rng_seed=rng_seed))
+            return _fingerprint(call(self.inputs(idx, input_seed, 1.0), rng_seed))
 
         # random draws, not merely a nondeterministic device reduction (atomics differ on the same seed too,
         # and stay judged by the tolerance with every check in place)
