@@ -233,6 +233,10 @@ class Tally:
         alternates the piece is the whole output, in its own shape."""
         tol = self.tol
         a_fin, b_fin = torch.isfinite(a), torch.isfinite(b)
+        if not alternates and bool(a_fin.all()) and bool(b_fin.all()):
+            del a_fin, b_fin
+            self._add_finite(a, b, lo)
+            return
         if not bool(a_fin.all()):
             neg_inf_ok = tol.allow_negative_inf & (a == float("-inf")) & (b == float("-inf"))
             both_same = (~b_fin) & ((a == b) | (torch.isnan(a) & torch.isnan(b)))
@@ -268,6 +272,26 @@ class Tally:
             self._gross(diff, b, ok, mask, self.scale())
         self._structure(miss, lo)
 
+    def _add_finite(self, a: torch.Tensor, b: torch.Tensor, lo: int) -> None:
+        """`add` of a piece where every element of both is finite, as most are: the same sums and flags
+        without the masks, which are all true there (about half the passes over the piece: comparing a
+        1.7 GB output took 10 s on a 2-core host, the CPU's largest cost after the calls themselves)."""
+        tol = self.tol
+        diff = (a - b).abs_()
+        self.out_nonzero = self.out_nonzero or bool(a.ne(0).any())
+        self.ref_nonzero = self.ref_nonzero or bool(b.ne(0).any())
+        b_abs = b.abs()
+        ok = diff <= b_abs.mul(tol.rtol).add_(tol.atol)
+        self.ok += int(ok.sum())
+        self.max_abs = max(self.max_abs, float(diff.max()))
+        self.max_rel = max(self.max_rel, float((diff / b_abs.clamp_min_(1e-12)).max()))
+        del b_abs
+        self.sumsq += float(b.square().sum(dtype=torch.float64))
+        miss = (~ok).reshape(-1)
+        if lo == 0 and miss.numel() == self.numel:  # the whole output at once: its own scale is known
+            self._gross(diff, b, ok, None, self.scale())
+        self._structure(miss, lo)
+
     def scale(self) -> float:
         """The root mean square of the reference where both are finite (near_miss_allowance)."""
         return math.sqrt(self.sumsq / self.numel)
@@ -281,9 +305,12 @@ class Tally:
         self._gross(diff, b, _within(diff, b, mask, self.tol), mask, self.scale())
 
     def _gross(
-        self, diff: torch.Tensor, b: torch.Tensor, ok: torch.Tensor, mask: torch.Tensor, scale: float
+        self, diff: torch.Tensor, b: torch.Tensor, ok: torch.Tensor, mask: torch.Tensor | None, scale: float
     ) -> None:
-        over = ~ok & mask & (diff > near_miss_allowance(b, mask, self.tol, scale))
+        """`mask`: where both are finite (None: everywhere)."""
+        over = ~ok & (diff > near_miss_allowance(b, mask, self.tol, scale))
+        if mask is not None:
+            over = over & mask  # (not &=: an operator guards.WATCHED_OPS does not list)
         self.over = (self.over or 0) + int(over.sum())
         if bool(over.any()):
             self.worst = max(self.worst, float(torch.where(over, diff, torch.zeros_like(diff)).max()))
@@ -481,12 +508,12 @@ def jumped_lines(
 
 
 def near_miss_allowance(
-    ref: torch.Tensor, mask: torch.Tensor, tol: Tolerance, scale: float | None = None
+    ref: torch.Tensor, mask: torch.Tensor | None, tol: Tolerance, scale: float | None = None
 ) -> torch.Tensor:
     """How far an element may be off and still be a near miss (see the module's docstring). `scale`: the
     root mean square of the whole reference where both are finite (computed here from `ref` if None)."""
     if scale is None:
-        finite_ref = torch.where(mask, ref, torch.zeros_like(ref))
+        finite_ref = ref if mask is None else torch.where(mask, ref, torch.zeros_like(ref))
         scale = float(finite_ref.square().mean().sqrt())
     allowed = NEAR_MISS_FACTOR * (tol.atol + tol.rtol * ref.abs().clamp_min(scale))
     if tol.error_cap is not None:  # the operator's author said how far an element may be off: that far
