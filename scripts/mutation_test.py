@@ -67,6 +67,20 @@ TARGETS = (
         ),
     ),
     Target(
+        "finite_path",  # a piece of finite elements judged without masks: the masked path's verdict
+        "aka_graph/tools/evaluator/harness/numerics.py",
+        (
+            "tests/tools/evaluator/harness/test_numerics_finite_path.py",
+            "tests/tools/evaluator/harness/test_numerics.py",
+        ),
+        functions=("Tally._add_finite", "Tally._gross"),
+    ),
+    Target(
+        "cpu_budget",  # when a default CPU evaluation stops after the probe's first reference calls
+        "aka_graph/tools/evaluator/harness/cpu_budget.py",
+        ("tests/tools/evaluator/harness/test_cpu_budget.py",),
+    ),
+    Target(
         "compute_device",  # where a judgement runs when the parent keeps a large tensor in host memory
         "aka_graph/tools/evaluator/harness/numerics.py",
         ("tests/tools/evaluator/harness/test_host_kept.py",),

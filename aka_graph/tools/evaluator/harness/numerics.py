@@ -269,7 +269,7 @@ class Tally:
         self.sumsq += float(torch.where(mask, b, torch.zeros_like(b)).square().sum(dtype=torch.float64))
         miss = (~ok & mask).reshape(-1)
         if lo == 0 and miss.numel() == self.numel:  # the whole output at once: its own scale is known
-            self._gross(diff, b, ok, mask, self.scale())
+            self._gross(diff, b, ok, self.scale())
         self._structure(miss, lo)
 
     def _add_finite(self, a: torch.Tensor, b: torch.Tensor, lo: int) -> None:
@@ -289,7 +289,7 @@ class Tally:
         self.sumsq += float(b.square().sum(dtype=torch.float64))
         miss = (~ok).reshape(-1)
         if lo == 0 and miss.numel() == self.numel:  # the whole output at once: its own scale is known
-            self._gross(diff, b, ok, None, self.scale())
+            self._gross(diff, b, ok, self.scale())
         self._structure(miss, lo)
 
     def scale(self) -> float:
@@ -302,15 +302,12 @@ class Tally:
     def add_gross(self, a: torch.Tensor, b: torch.Tensor) -> None:
         """One piece again, once every piece was added: its elements beyond a near miss."""
         mask, diff = _compare(a, b)
-        self._gross(diff, b, _within(diff, b, mask, self.tol), mask, self.scale())
+        self._gross(diff, b, _within(diff, b, mask, self.tol), self.scale())
 
-    def _gross(
-        self, diff: torch.Tensor, b: torch.Tensor, ok: torch.Tensor, mask: torch.Tensor | None, scale: float
-    ) -> None:
-        """`mask`: where both are finite (None: everywhere)."""
-        over = ~ok & (diff > near_miss_allowance(b, mask, self.tol, scale))
-        if mask is not None:
-            over = over & mask  # (not &=: an operator guards.WATCHED_OPS does not list)
+    def _gross(self, diff: torch.Tensor, b: torch.Tensor, ok: torch.Tensor, scale: float) -> None:
+        """Elements beyond a near miss. Where either side is not finite, `ok` is true already (`_within`
+        bounds those by infinity) and so never counts here."""
+        over = ~ok & (diff > near_miss_allowance(b, None, self.tol, scale))
         self.over = (self.over or 0) + int(over.sum())
         if bool(over.any()):
             self.worst = max(self.worst, float(torch.where(over, diff, torch.zeros_like(diff)).max()))

@@ -20,7 +20,8 @@ LOOSE = Tolerance(atol=1e-3, rtol=1e-3, matched_ratio=0.5)
 CAPPED = Tolerance(atol=1e-3, rtol=1e-3, matched_ratio=0.5, error_cap=0.5)
 
 
-def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]:
+def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor, Tolerance, str]]:
+    """(name, got, ref, tolerance, a phrase the verdict's message holds; "" for a pass)."""
     g = torch.Generator().manual_seed(29)
     ref = torch.randn(48, 40, generator=g)
     near = ref + 1e-4 * torch.randn(48, 40, generator=g)
@@ -30,30 +31,35 @@ def _cases() -> list[tuple[str, torch.Tensor, torch.Tensor, Tolerance]]:
     columns[:30, 7] += 0.01
     gross = ref.clone()
     gross[3, 3] += 50.0
-    scattered = ref + 0.004 * torch.randn(48, 40, generator=g)  # near misses everywhere, most within
+    scattered = ref + 0.0005 * torch.randn(48, 40, generator=g)  # near misses here and there
     tiny = ref * 1e-14  # relative errors against a reference near zero (the 1e-12 floor)
     wide_ref = 10 * torch.randn(48, 40, generator=g)  # a root mean square of ~10: the near-miss scale
     wide_ref[0, 0] = 0.0
     scaled = wide_ref.clone()
-    scaled[0, 0] = 0.112  # a near miss by the output's scale (allowance 0.176), gross by a wrong one
+    scaled[0, 0] = 0.112  # a near miss by the output's scale (allowance 0.176), gross by a part's
+    zeros = torch.zeros(48, 40)
+    at_bound = zeros.clone()
+    at_bound[20, 20] = 1.0  # off by exactly the near-miss allowance of 16 x 0.0625: still a near miss
     flat = torch.randn(900, generator=g)
     window = flat.clone()
     window[100:170] += 0.01
     return [
-        ("pass", near, ref, Tolerance()),
-        ("ratio", ref + 1.0, ref, Tolerance()),
-        ("rows", rows, ref, LOOSE),
-        ("columns", columns, ref, LOOSE),
-        ("gross", gross, ref, LOOSE),
-        ("capped", gross, ref, CAPPED),
-        ("scattered", scattered, ref, LOOSE),
-        ("tiny reference", tiny + 1e-16, tiny, Tolerance(atol=0.0, rtol=1e-3, matched_ratio=0.5)),
-        ("all zeros", torch.zeros_like(ref), ref, Tolerance(matched_ratio=0.0)),
-        ("zeros both", torch.zeros_like(ref), torch.zeros_like(ref), Tolerance()),
-        ("window", window, flat, LOOSE),
-        ("near miss by the scale", scaled, wide_ref, LOOSE),
-        ("bf16", near.bfloat16(), ref.bfloat16(), Tolerance()),
-        ("fp16 gross", gross.half(), ref.half(), LOOSE),
+        ("pass", near, ref, Tolerance(), ""),
+        ("ratio", ref + 1.0, ref, Tolerance(), "% of elements within"),
+        ("rows", rows, ref, LOOSE, "rows are mostly wrong"),
+        ("columns", columns, ref, LOOSE, "columns are mostly wrong"),
+        ("gross", gross, ref, LOOSE, "y: 1 elements are off by more than 16x their tolerance (worst 50)"),
+        ("capped", gross, ref, CAPPED, "exceeds the cap"),
+        ("scattered", scattered, ref, LOOSE, ""),
+        ("tiny reference", tiny + 1e-16, tiny, Tolerance(atol=0.0, rtol=1e-3), "% of elements within"),
+        ("all zeros", zeros, ref, Tolerance(matched_ratio=0.0), "all zeros where the reference is not"),
+        ("zeros for ones", zeros, torch.ones(48, 40), Tolerance(matched_ratio=0.0), "all zeros where"),
+        ("zeros both", zeros, zeros, Tolerance(), ""),
+        ("near miss by the scale", scaled, wide_ref, LOOSE, ""),
+        ("at the near-miss bound", at_bound, zeros, Tolerance(atol=0.0625, rtol=0.0, matched_ratio=0.5), ""),
+        ("window", window, flat, LOOSE, "consecutive elements are wrong"),
+        ("bf16", near.bfloat16(), ref.bfloat16(), Tolerance(), ""),
+        ("fp16 gross", gross.half(), ref.half(), LOOSE, "16x their tolerance"),
     ]
 
 
@@ -71,14 +77,15 @@ def _fields(v: Verdict) -> tuple[object, ...]:
 @pytest.mark.parametrize("case", _cases(), ids=lambda c: c[0])
 @pytest.mark.parametrize("chunk", [1 << 24, 7, 160])
 def test_the_unmasked_path_gives_the_masked_paths_verdict(
-    case: tuple[str, torch.Tensor, torch.Tensor, Tolerance], chunk: int, monkeypatch: pytest.MonkeyPatch
+    case: tuple[str, torch.Tensor, torch.Tensor, Tolerance, str], chunk: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    _name, got, ref, tol = case
+    _name, got, ref, tol, phrase = case
     monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", chunk)
     at = ref.numel() // 3
     finite = check_output("y", *_with(got, ref, at, 0.0), tol)
     masked = check_output("y", *_with(got, ref, at, float("nan")), tol)
     assert _fields(finite) == _fields(masked)
+    assert phrase in finite.message and finite.ok == (phrase == ""), finite.message
 
 
 def test_a_piece_of_finite_elements_takes_the_unmasked_path_and_one_nan_the_masked(
@@ -99,3 +106,10 @@ def test_a_piece_of_finite_elements_takes_the_unmasked_path_and_one_nan_the_mask
     verdict = check_output("y", got, ref + 1e-6, Tolerance())
     assert not verdict.ok and "1 NaN" in verdict.message
     assert taken == [0, 80, 240, 320]  # every piece but the one holding the NaN
+
+
+@pytest.mark.parametrize("chunk", [1 << 24, 7])
+def test_zeros_against_a_reference_of_ones_are_all_zeros(chunk: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(numerics, "CHUNK_ELEMENTS", chunk)
+    verdict = check_output("y", torch.zeros(8, 5), torch.ones(8, 5), Tolerance(matched_ratio=0.0))
+    assert verdict.message == "y: all zeros where the reference is not"
