@@ -1,14 +1,16 @@
 """Whether a default CPU evaluation can finish in a stated time, judged from the reference's first calls.
 
 Why: the default CPU subset (subset.py) runs the smallest workload when none is within the interpreter's
-work cap, and some real problems' smallest workload is still enormous. `026_video_patch_embedding_projection`
-of the public benchmark (81 frames, hidden 5120, float16) takes 58 s a reference call on a 2-core host
-(torch's float16 conv3d on a CPU), and an evaluation makes some thirty calls of that size (the contract
-probe, each seed's reference and candidate calls, timing, the spot-checks): half an hour of grinding
-that ended, in the corpus run, with no result at all. Element counts cannot tell this in advance (the
-same workload in bfloat16 takes 5 s a call), so the first two reference calls, which the contract probe
-makes anyway, are timed, and the evaluation stops there when the faster one projects past the budget
-(the slower may be one-time set-up), saying what it measured and how to go on: a GPU, or the workload
+work cap, and some real problems' smallest workload is still enormous.
+`026_video_patch_embedding_projection` of the public benchmark (81 frames, hidden 5120, float16) takes
+58 s a reference call on a 2-core host (torch's float16 conv3d on a CPU), and an evaluation makes some
+thirty calls of that size (the contract probe, each seed's reference and candidate calls, timing, the
+spot-checks): half an hour of grinding that ended, in the corpus run, with no result at all. Element
+counts cannot tell this in advance (the same workload in bfloat16 takes 5 s a call), so the first two
+reference calls, which the contract probe makes anyway, are timed, and the evaluation stops there when
+the faster one projects past the budget (the slower may be one-time set-up; where the operator's own
+generator may shape the work by the seed, only once a call on another seed's set is slow too: the
+probe's set may be a rare long one), saying what it measured and how to go on: a GPU, or the workload
 named explicitly, which is the user's word that the time is wanted (as `--all-workloads` is).
 
 Only the default selection is budgeted: an explicit `--shape-id` or `--all-workloads` runs whatever it
@@ -50,10 +52,14 @@ def projected_s(call_s: float, chosen: Sequence[CpuWorkload]) -> float:
 
 
 def refusal(
-    call_s: float, probe: CpuWorkload, chosen: Sequence[CpuWorkload], budget_s: float = CPU_BUDGET_S
+    call_s: float,
+    probe: CpuWorkload,
+    chosen: Sequence[CpuWorkload],
+    budget_s: float = CPU_BUDGET_S,
+    calls: int = JUDGED_CALLS,
 ) -> str | None:
-    """Why the default CPU evaluation stops after the probe's first reference call, or None (also for
-    a budget of 0 or less: no limit). Pure."""
+    """Why the default CPU evaluation stops after the probe's reference calls, or None (also for a
+    budget of 0 or less: no limit). `call_s`: the fastest of the `calls` judged. Pure."""
     if call_s < MIN_CALL_S or budget_s <= 0:
         return None
     total = projected_s(call_s, chosen)
@@ -61,11 +67,11 @@ def refusal(
         return None
     ids = " ".join(f"--shape-id {w.id}" for w in chosen)
     if [w.id for w in chosen] == [probe.id]:
-        which, call = f"workload {probe.id}", "the faster of its first two reference calls"
+        which, call = f"workload {probe.id}", f"the fastest of {calls} reference calls"
     else:
         which, call = (
             f"{len(chosen)} workloads",
-            f"the faster of two reference calls of the smallest, {probe.id},",
+            f"the fastest of {calls} reference calls of the smallest, {probe.id},",
         )
     return (
         f"a CPU evaluation of {which} would take at least {_minutes(total)} on this host: {call} "

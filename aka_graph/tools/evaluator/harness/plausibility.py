@@ -307,8 +307,9 @@ def check(
                 message = None
                 inputs.note(
                     f"the timing cross-check's burst ran at {estimate:.3f} us per call on sets {scale:.2f}x "
-                    f"the bytes of the timed calls' sets, and was weighed by that against the reported "
-                    f"{reported_us:.3f} us (the operator's generator sizes its sets by the seed)"
+                    f"the timed calls' sets (in bytes or in the reference's time on them), and was weighed "
+                    f"by that against the reported {reported_us:.3f} us (the operator's generator decides "
+                    "each set's work by the seed)"
                 )
         if message is None:
             return inputs.verify(salt, reps) if staged and inputs is not None else None

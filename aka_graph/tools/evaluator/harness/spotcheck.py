@@ -190,23 +190,34 @@ def burst_inputs(
 
 
 SCALE_GENERATION_S = 2.0  # the parent's draws that size a burst's sets take about this long at most
+SCALE_REFERENCE_S = 4.0  # and the reference's calls that weigh their work about this long at most
 MIN_SIZED_SETS = 12  # but never fewer of the burst's sets than this are sized
 
 
 def set_scale(session: Any, idx: int, timed: TimedSets | None, salt: int, reps: int) -> float:
-    """How many times larger (in bytes) the burst's sets are than those the round's timed calls ran on,
-    for an operator whose own generator decides what each set holds; 1.0 otherwise, or where the burst's
-    are not larger. Asked only where the burst disagreed with the round's figure: a round's few timed
-    calls may all have drawn the usual sets while the burst's many calls drew rare large ones too (red
-    team round 25's bimodal batch, a long prefill on one seed in three at 256 times the rows: five timed
-    calls all short one round in eight, and an honest kernel was called REWARD_HACK after three such
-    rounds, round 28's clean-clone CI). The parent draws the sets itself, from the seeds it sent (the
-    burst's: `timed_seed(salt, j)`), within SCALE_GENERATION_S of its generator's time (a sample of the
-    burst's sets beyond that); a burst of larger sets is then held against the round's figure scaled
-    by their sizes. Work hidden from the timed calls still shows: it is missing from their figure
-    whatever sets they drew."""
+    """How many times larger the burst's sets are than those the round's timed calls ran on, in bytes or
+    in the reference's own time on them, whichever is more, for an operator whose own generator decides
+    what each set holds; 1.0 otherwise, or where the burst's are not larger. Asked only where the burst
+    disagreed with the round's figure: a round's few timed calls may all have drawn the usual sets while
+    the burst's many calls drew rare large ones too (red team round 25's bimodal batch, a long prefill on
+    one seed in three at 256 times the rows: five timed calls all short one round in eight, and an honest
+    kernel was called REWARD_HACK after three such rounds, round 28's clean-clone CI). Bytes alone miss a
+    padded batch of fixed shapes whose valid rows follow the seed (red team round 29's h01: the same
+    bytes on every seed, 0.1 ms or 27 ms of attention a call; the reference itself was REWARD_HACK in 3
+    of 12 evaluations). The parent draws and times the sets itself, from the seeds it sent (the burst's:
+    `timed_seed(salt, j)`), within SCALE_GENERATION_S of its generator's time and SCALE_REFERENCE_S of
+    its reference's (a sample of the burst's sets beyond that); a burst of larger sets is then held
+    against the round's figure scaled by their sizes. Work hidden from the timed calls still shows: it is
+    missing from their figure whatever sets they drew, and the reference's time hides nothing."""
     if timed is None or timed.seed is None or timed.rotated or not session.reference.seed_may_shape:
         return 1.0
+    return max(
+        1.0, _bytes_ratio(session, idx, timed, salt, reps), _work_ratio(session, idx, timed, salt, reps)
+    )
+
+
+def _bytes_ratio(session: Any, idx: int, timed: TimedSets, salt: int, reps: int) -> float:
+    """The burst's sets' mean bytes over the timed calls' (0.0 where those hold none)."""
     generation = session.reference.generation_s.get(idx) or 0.0
     sized = reps if generation <= 0 else max(MIN_SIZED_SETS, int(SCALE_GENERATION_S / generation))
     chosen = random.SystemRandom().sample(range(reps), min(sized, reps))
@@ -217,7 +228,29 @@ def set_scale(session: Any, idx: int, timed: TimedSets | None, salt: int, reps: 
     with span("timing.burst_sizes"):
         timed_bytes = statistics.fmean(nbytes(timed_seed(timed.seed, j)) for j in range(max(timed.count, 1)))
         burst_bytes = statistics.fmean(nbytes(timed_seed(salt, j)) for j in chosen)
-    return max(1.0, burst_bytes / timed_bytes) if timed_bytes > 0 else 1.0
+    return burst_bytes / timed_bytes if timed_bytes > 0 else 0.0
+
+
+def _work_ratio(session: Any, idx: int, timed: TimedSets, salt: int, reps: int) -> float:
+    """The reference's mean time a call on the burst's sets over its mean on the timed calls' sets, each
+    timed as the reference is on a kernel's own sets (trusted.Reference.time_on_sets); the burst's first
+    sets where all of them would take more than SCALE_REFERENCE_S (its salt is fresh: they are as random
+    as any). 0.0 where the reference cannot be timed so (the bytes' word then stands alone)."""
+    ref, seed = session.reference, int(timed.seed)  # type: ignore[arg-type]
+
+    def mean_us(sets: TimedSets) -> float:
+        timing = ref.time_on_sets(idx, [sets], session.l2_bytes, session.bench_seed)
+        return statistics.fmean(timing.samples_us) if timing.samples_us else 0.0
+
+    with span("timing.burst_work"):
+        try:
+            on_timed = mean_us(TimedSets(seed, max(timed.count, 1)))
+            if on_timed <= 0:
+                return 0.0
+            affordable = int(SCALE_REFERENCE_S * 1e6 / on_timed)
+            return mean_us(TimedSets(salt, min(reps, max(MIN_SIZED_SETS, affordable)))) / on_timed
+        except Exception:  # weighing is a pardon, never a verdict: without it the burst's word stands
+            return 0.0
 
 
 def _first_wrong(

@@ -207,14 +207,15 @@ def test_every_candidate_is_classified_and_value_returning_ones_declare_it() -> 
     # test_redteam_round8.py, ..., test_redteam_round13.py, test_redteam_round13b.py,
     # test_native_builds.py, test_redteam_round15b.py, test_redteam_round23.py, test_redteam_round24.py,
     # test_layout_change.py, test_large_host_sets.py (redteam25_: round 25's red team, open ones in
-    # BENCHMARKS.md), test_redteam_round27.py and (honest ones) test_false_alarms_round7.py
+    # BENCHMARKS.md), test_redteam_round27.py, test_redteam_round29.py and (honest ones)
+    # test_false_alarms_round7.py
     elsewhere = (
         "redteam_", "redteam4_", "redteam5_", "redteam7_", "redteam8_", "redteam8b_", "redteam9_", "honest7_",
         "honest8_", "honest9_", "redteam9b_", "redteam10_", "honest10_", "redteam11_", "honest11_",
         "redteam11b_", "honest11b_", "honest11c_", "redteam11c_", "honest11d_", "redteam12_", "honest12r_",
         "honest12_", "honest13_", "redteam13_", "honest13r_", "redteam13b_", "honest13b_",
         "redteam14_", "honest14_", "redteam15_", "honest15_", "redteam15b_", "redteam23_", "redteam24_",
-        "honest25_", "redteam25_", "redteam27_",
+        "honest25_", "redteam25_", "redteam27_", "redteam29_",
     )
     names -= {n for n in names if n.startswith(elsewhere)}
     assert names == set(CPU_CHEATS) | GPU_ONLY | NO_RESULT | RESOURCE | GPU_HONEST | {h[0] for h in HONEST}

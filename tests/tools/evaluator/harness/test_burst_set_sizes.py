@@ -66,7 +66,7 @@ def test_a_burst_of_larger_sets_is_weighed_by_their_sizes(
     # a pass that rests on the weighing is said in the result, with the figures it weighed
     assert bool(notes) is (not flagged and scale > 1.0)
     if notes:
-        assert f"on sets {scale:.2f}x the bytes of the timed calls' sets" in notes[-1]
+        assert f"on sets {scale:.2f}x the timed calls' sets (in bytes or in the reference's time" in notes[-1]
         assert f"against the reported {reported_us:.3f} us" in notes[-1]
 
 
@@ -80,22 +80,40 @@ def test_a_burst_that_agrees_unweighed_leaves_no_note() -> None:
 
 
 class _Reference:
-    """Sets of 1 KiB, or 256 KiB on the seeds in `large`; counts its draws."""
+    """Sets of 1 KiB, or 256 KiB on the seeds in `large`; counts its draws. Its time a call is 100 us, or
+    `heavy_us` on the seeds in `heavy` (the same bytes: a padded batch whose valid rows follow the seed);
+    the sets it was timed on are kept."""
 
     seed_may_shape = True
 
-    def __init__(self, large: set[int], generation_s: float = 0.0, small: int = 1, big: int = 256) -> None:
+    def __init__(
+        self,
+        large: set[int],
+        generation_s: float = 0.0,
+        small: int = 1,
+        big: int = 256,
+        heavy: set[int] | None = None,
+        heavy_us: float = 100.0,
+    ) -> None:
         self.large, self.drawn, self.small, self.big = large, [], small, big
         self.generation_s = {0: generation_s}
+        self.heavy, self.heavy_us = heavy or set(), heavy_us
+        self.timed_on: list[TimedSets] = []
 
     def inputs(self, idx: int, seed: int, scale: float) -> list[Any]:
         assert scale == 1.0  # the sets as the worker drew them
         self.drawn.append(seed)
         return [torch.zeros(self.big if seed in self.large else self.small, dtype=torch.uint8)]
 
+    def time_on_sets(self, idx: int, rounds: list[TimedSets], l2_bytes: int, bench_seed: int | None) -> Any:
+        assert len(rounds) == 1
+        self.timed_on.append(rounds[0])
+        seeds = [timed_seed(int(rounds[0].seed), j) for j in range(rounds[0].count)]  # type: ignore[arg-type]
+        return SimpleNamespace(samples_us=[self.heavy_us if s in self.heavy else 100.0 for s in seeds])
+
 
 def session_of(reference: _Reference) -> SimpleNamespace:
-    return SimpleNamespace(reference=reference)
+    return SimpleNamespace(reference=reference, l2_bytes=0, bench_seed=None)
 
 
 def test_the_scale_is_the_bursts_mean_set_size_over_the_timed_calls() -> None:
@@ -161,3 +179,46 @@ def test_a_fast_generator_sizes_as_many_of_the_bursts_sets_as_two_seconds_of_it_
     ref = _Reference(set(), generation_s=0.1)  # 2 s buys 20 draws of the burst's 100 sets
     set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100)
     assert len(ref.drawn) == 5 + 20
+
+
+def test_sets_of_the_same_bytes_are_weighed_by_the_references_time_on_them() -> None:
+    """Red team round 29's h01: a padded batch of fixed shapes, a prefill on some seeds: the bytes say
+    1.0, the reference's own time on the burst's sets says how much more work they hold."""
+    heavy = {timed_seed(7, j) for j in range(0, 30, 3)}  # every third burst set: 270x the work
+    ref = _Reference(set(), heavy=heavy, heavy_us=27_000.0)
+    scale = set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30)
+    assert scale == pytest.approx((20 * 100 + 10 * 27_000) / 30 / 100)
+    assert ref.timed_on == [TimedSets(5, 5), TimedSets(7, 30)]  # the round's sets, then the burst's
+
+
+def test_the_larger_of_bytes_and_work_is_the_scale() -> None:
+    large = {timed_seed(7, j) for j in range(0, 30, 3)}  # 256x the bytes on a third: 86x
+    heavy = {timed_seed(7, 0)}  # one set of 3x the work: 1.07x
+    ref = _Reference(large, heavy=heavy, heavy_us=300.0)
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == pytest.approx((20 + 10 * 256) / 30)
+
+
+def test_a_round_on_heavy_sets_is_never_made_stricter_by_light_burst_sets() -> None:
+    heavy = {timed_seed(5, j) for j in range(5)}  # the timed calls all drew the long batch
+    ref = _Reference(set(), heavy=heavy, heavy_us=27_000.0)
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == 1.0
+
+
+def test_a_slow_reference_weighs_a_sample_of_the_bursts_first_sets() -> None:
+    """SCALE_REFERENCE_S of the reference's time at most (the floor of MIN_SIZED_SETS sets holds)."""
+    ref = _Reference(set(), heavy={timed_seed(5, j) for j in range(5)} | {timed_seed(7, 0)}, heavy_us=1e6)
+    set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100)  # 1 s a call on the timed sets: 4 affordable
+    assert ref.timed_on[-1] == TimedSets(7, spotcheck.MIN_SIZED_SETS)
+    fast = _Reference(set(), heavy_us=100.0)
+    set_scale(session_of(fast), 0, TimedSets(5, 5), 7, 100)  # 100 us a call: all 100 burst sets
+    assert fast.timed_on[-1] == TimedSets(7, 100)
+
+
+def test_a_reference_that_cannot_be_timed_leaves_the_bytes_word() -> None:
+    ref = _Reference({timed_seed(7, j) for j in range(30)}, small=1, big=3)
+
+    def fails(*args: Any) -> Any:
+        raise RuntimeError("out of memory")
+
+    ref.time_on_sets = fails  # type: ignore[method-assign]
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == 3.0
