@@ -81,6 +81,12 @@ TARGETS = (
         ("tests/tools/evaluator/harness/test_cpu_budget.py",),
     ),
     Target(
+        "cpu_budget_session",  # which calls the session judges the budget on, and which evaluations
+        "aka_graph/tools/evaluator/harness/session.py",
+        ("tests/tools/evaluator/harness/test_cpu_budget.py",),
+        functions=("Session._cpu_budget", "Session._one_reference_call_s"),
+    ),
+    Target(
         "compute_device",  # where a judgement runs when the parent keeps a large tensor in host memory
         "aka_graph/tools/evaluator/harness/numerics.py",
         ("tests/tools/evaluator/harness/test_host_kept.py",),
@@ -111,7 +117,7 @@ TARGETS = (
         "burst_set_sizes",  # a disagreeing burst weighed by the sizes of its sets against the round's
         "aka_graph/tools/evaluator/harness/spotcheck.py",
         ("tests/tools/evaluator/harness/test_burst_set_sizes.py",),
-        functions=("set_scale",),
+        functions=("set_scale", "_bytes_ratio", "_work_ratio"),
     ),
     Target(
         "host_round_shapes",  # a host round on sets of other shapes makes the operator seed-shaped

@@ -217,7 +217,7 @@ def set_scale(session: Any, idx: int, timed: TimedSets | None, salt: int, reps: 
 
 
 def _bytes_ratio(session: Any, idx: int, timed: TimedSets, salt: int, reps: int) -> float:
-    """The burst's sets' mean bytes over the timed calls' (0.0 where those hold none)."""
+    """The burst's sets' mean bytes over the timed calls' (1.0, no scale, where those hold none)."""
     generation = session.reference.generation_s.get(idx) or 0.0
     sized = reps if generation <= 0 else max(MIN_SIZED_SETS, int(SCALE_GENERATION_S / generation))
     chosen = random.SystemRandom().sample(range(reps), min(sized, reps))
@@ -228,29 +228,28 @@ def _bytes_ratio(session: Any, idx: int, timed: TimedSets, salt: int, reps: int)
     with span("timing.burst_sizes"):
         timed_bytes = statistics.fmean(nbytes(timed_seed(timed.seed, j)) for j in range(max(timed.count, 1)))
         burst_bytes = statistics.fmean(nbytes(timed_seed(salt, j)) for j in chosen)
-    return burst_bytes / timed_bytes if timed_bytes > 0 else 0.0
+    return burst_bytes / timed_bytes if timed_bytes > 0 else 1.0
 
 
 def _work_ratio(session: Any, idx: int, timed: TimedSets, salt: int, reps: int) -> float:
     """The reference's mean time a call on the burst's sets over its mean on the timed calls' sets, each
     timed as the reference is on a kernel's own sets (trusted.Reference.time_on_sets); the burst's first
     sets where all of them would take more than SCALE_REFERENCE_S (its salt is fresh: they are as random
-    as any). 0.0 where the reference cannot be timed so (the bytes' word then stands alone)."""
+    as any). 1.0, no scale, where the reference cannot be timed so (the bytes' word then stands alone;
+    a round timed at no time at all, too: it divides by zero)."""
     ref, seed = session.reference, int(timed.seed)  # type: ignore[arg-type]
 
     def mean_us(sets: TimedSets) -> float:
         timing = ref.time_on_sets(idx, [sets], session.l2_bytes, session.bench_seed)
-        return statistics.fmean(timing.samples_us) if timing.samples_us else 0.0
+        return statistics.fmean(timing.samples_us)  # (none: StatisticsError, no scale)
 
     with span("timing.burst_work"):
         try:
             on_timed = mean_us(TimedSets(seed, max(timed.count, 1)))
-            if on_timed <= 0:
-                return 0.0
             affordable = int(SCALE_REFERENCE_S * 1e6 / on_timed)
             return mean_us(TimedSets(salt, min(reps, max(MIN_SIZED_SETS, affordable)))) / on_timed
         except Exception:  # weighing is a pardon, never a verdict: without it the burst's word stands
-            return 0.0
+            return 1.0
 
 
 def _first_wrong(

@@ -214,11 +214,32 @@ def test_a_slow_reference_weighs_a_sample_of_the_bursts_first_sets() -> None:
     assert fast.timed_on[-1] == TimedSets(7, 100)
 
 
-def test_a_reference_that_cannot_be_timed_leaves_the_bytes_word() -> None:
-    ref = _Reference({timed_seed(7, j) for j in range(30)}, small=1, big=3)
+@pytest.mark.parametrize(("big", "scale"), [(3, 3.0), (1, 1.0)])
+def test_a_reference_that_cannot_be_timed_leaves_the_bytes_word(big: int, scale: float) -> None:
+    ref = _Reference({timed_seed(7, j) for j in range(30)}, small=1, big=big)
 
     def fails(*args: Any) -> Any:
         raise RuntimeError("out of memory")
 
     ref.time_on_sets = fails  # type: ignore[method-assign]
-    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == 3.0
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == scale
+
+
+def test_a_round_timed_at_no_time_is_no_scale() -> None:
+    ref = _Reference(set(), heavy={timed_seed(7, 0)}, heavy_us=500.0)
+    ref.time_on_sets = lambda idx, rounds, *a: SimpleNamespace(  # type: ignore[method-assign]
+        samples_us=[0.0] if rounds[0].seed == 5 else [500.0]
+    )
+    assert set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 30) == 1.0
+
+
+def test_a_round_of_no_counted_sets_is_weighed_on_its_first() -> None:
+    ref = _Reference(set(), heavy={timed_seed(5, 1)}, heavy_us=900.0)  # the second set: never the round's
+    assert set_scale(session_of(ref), 0, TimedSets(5, 0), 7, 30) == 1.0
+    assert ref.timed_on[0] == TimedSets(5, 1)
+
+
+def test_the_references_budget_sizes_the_bursts_sample_between_the_floor_and_the_whole() -> None:
+    ref = _Reference(set(), heavy={timed_seed(5, j) for j in range(5)}, heavy_us=200_000.0)
+    set_scale(session_of(ref), 0, TimedSets(5, 5), 7, 100)  # 0.2 s a call: 4 s buys 20 of the 100
+    assert ref.timed_on[-1] == TimedSets(7, int(spotcheck.SCALE_REFERENCE_S / 0.2))

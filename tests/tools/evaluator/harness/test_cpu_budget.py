@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from aka_graph.tools.evaluator.harness import cpu_budget
+from aka_graph.tools.evaluator.harness import session as session_module
 from aka_graph.tools.evaluator.harness.cpu_budget import (
     CALLS_PER_WORKLOAD,
     CONTRACT_CALLS,
@@ -29,6 +30,7 @@ from aka_graph.tools.evaluator.harness.cpu_budget import (
 from aka_graph.tools.evaluator.harness.session import Session, Settings
 from aka_graph.tools.evaluator.harness.trusted import Reference
 from tests.conftest import REPO_ROOT
+from tests.tools.evaluator.harness.test_redteam_round29 import LONG_INIT_SEED, RARE_PREFILL
 
 SLOW = REPO_ROOT / "tests" / "fixtures" / "sol" / "cpu_slow_reference"  # 1.1 s a reference call
 VIDEO = CpuWorkload("a4eea060", 865_964_032)  # 026's smallest workload
@@ -54,9 +56,7 @@ def test_the_refusal_says_what_was_measured_and_both_ways_on() -> None:
     why = refusal(54.7, VIDEO, [VIDEO])
     assert why is not None
     assert why.startswith("a CPU evaluation of workload a4eea060 would take at least 21 min on this host")
-    assert (
-        "the fastest of 2 reference calls (865,964,032 input+output elements) took 54.7 s" in why
-    )
+    assert "the fastest of 2 reference calls (865,964,032 input+output elements) took 54.7 s" in why
     assert "stops past 10 min" in why
     assert "--device cuda" in why and "(--shape-id a4eea060)" in why
 
@@ -147,3 +147,24 @@ def test_the_cli_says_it_in_one_line_as_the_environments_and_exits_1(tmp_path: P
     )
     errors = [line for line in proc.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and "Traceback" not in proc.stderr
+
+
+def test_the_bounds_are_inclusive_a_second_is_extrapolated_and_the_budget_itself_is_within() -> None:
+    calls = CONTRACT_CALLS + CALLS_PER_WORKLOAD
+    assert refusal(1.0, VIDEO, [VIDEO], budget_s=calls - 1) is not None  # a call of exactly a second counts
+    assert refusal(10.0, VIDEO, [VIDEO], budget_s=10.0 * calls) is None  # exactly the budget: within it
+
+
+def test_any_positive_budget_is_a_limit() -> None:
+    assert refusal(54.7, VIDEO, [VIDEO], budget_s=0.5) is not None
+
+
+def test_a_seed_shaped_operator_slow_on_another_seeds_set_too_is_refused(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The other side of h02's fix: the call on another seed's set is a real one, and where it is slow
+    too (every seed drawing the prefill here) the evaluation is refused, naming the three calls."""
+    monkeypatch.setattr(session_module, "fresh_seed", lambda: LONG_INIT_SEED)
+    monkeypatch.setattr(cpu_budget, "MIN_CALL_S", 0.05)  # a prefill of ~1.2 s here, faster elsewhere
+    with pytest.raises(HostTooSlow, match="the fastest of 3 reference calls"):
+        Session(Settings(op_dir=RARE_PREFILL, device="cpu", cpu_budget_s=1.0))
