@@ -30,7 +30,7 @@ from aka_graph.tools.evaluator.harness.cpu_budget import (
 from aka_graph.tools.evaluator.harness.session import Session, Settings
 from aka_graph.tools.evaluator.harness.trusted import Reference
 from tests.conftest import REPO_ROOT
-from tests.tools.evaluator.harness.test_redteam_round29 import LONG_INIT_SEED, RARE_PREFILL
+from tests.tools.evaluator.harness.test_redteam_round29 import LONG_INIT_SEED, RARE_PREFILL, USUAL_INIT_SEED
 
 SLOW = REPO_ROOT / "tests" / "fixtures" / "sol" / "cpu_slow_reference"  # 1.1 s a reference call
 VIDEO = CpuWorkload("a4eea060", 865_964_032)  # 026's smallest workload
@@ -168,3 +168,21 @@ def test_a_seed_shaped_operator_slow_on_another_seeds_set_too_is_refused(
     monkeypatch.setattr(cpu_budget, "MIN_CALL_S", 0.05)  # a prefill of ~1.2 s here, faster elsewhere
     with pytest.raises(HostTooSlow, match="the fastest of 3 reference calls"):
         Session(Settings(op_dir=RARE_PREFILL, device="cpu", cpu_budget_s=1.0))
+
+
+def test_times_read_in_seconds_below_a_minute_and_a_half_and_in_minutes_from_there() -> None:
+    assert cpu_budget._minutes(89.0) == "89 s" and cpu_budget._minutes(90.0) == "2 min"
+    one = refusal(54.7, VIDEO, [VIDEO])
+    assert one is not None and "name the workload to run here anyway" in one
+
+
+def test_a_seed_shaped_operators_rare_long_probe_set_is_not_refused_when_another_seeds_set_is_quick(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Red team round 29's h02, on any host: the probe's set is the rare prefill (one seed in 64), the
+    call on another seed's set is the usual milliseconds, and the budget is judged on the fastest."""
+    seeds = [LONG_INIT_SEED]  # then the usual batch on every later seed (1 in 64 would flake otherwise)
+    monkeypatch.setattr(session_module, "fresh_seed", lambda: seeds.pop() if seeds else USUAL_INIT_SEED)
+    monkeypatch.setattr(cpu_budget, "MIN_CALL_S", 0.05)
+    session = Session(Settings(op_dir=RARE_PREFILL, device="cpu", cpu_budget_s=1.0))
+    assert session.contract["stochastic"] is False
