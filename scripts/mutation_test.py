@@ -84,7 +84,7 @@ TARGETS = (
         "cpu_budget_session",  # which calls the session judges the budget on, and which evaluations
         "aka_graph/tools/evaluator/harness/session.py",
         ("tests/tools/evaluator/harness/test_cpu_budget.py",),
-        functions=("Session._cpu_budget", "Session._one_reference_call_s"),
+        functions=("Session._cpu_budget",),
     ),
     Target(
         "compute_device",  # where a judgement runs when the parent keeps a large tensor in host memory

@@ -51,7 +51,7 @@ def _common(p: argparse.ArgumentParser) -> None:
         "--cpu-budget-s",
         type=float,
         default=CPU_BUDGET_S,
-        help="on CPU, the default subset stops after the first reference call when the evaluation is "
+        help="on CPU, the default subset stops after its first reference calls when the evaluation is "
         "projected past this many seconds (0: no limit; --shape-id and --all-workloads are never limited)",
     )
     p.add_argument(

@@ -351,19 +351,12 @@ class Session:
             chosen, budget = [sized(i) for i in self.indices], self.settings.cpu_budget_s
             why = refusal(min(calls), sized(probe), chosen, budget, len(calls))
             if why and self.reference.seed_may_shape:
-                calls.append(self._one_reference_call_s(probe, fresh_seed()))
+                calls.append(self.reference.call_s(probe, fresh_seed()))
                 why = refusal(min(calls), sized(probe), chosen, budget, len(calls))
             if why:
                 raise HostTooSlow(why)
 
         return check
-
-    def _one_reference_call_s(self, idx: int, seed: int) -> float:
-        """Seconds of one reference call of workload `idx` on the set of `seed` (drawn untimed)."""
-        inputs = self.reference.inputs(idx, seed, 1.0)
-        t0 = time.perf_counter()
-        self.reference.runner(idx).invoke(inputs, rng_seed=seed)
-        return time.perf_counter() - t0
 
     def _largest_declared_bytes(self) -> int:
         """The largest chosen workload's declared inputs and outputs (SOL operators; 0 for others)."""

@@ -55,6 +55,13 @@ class _ReferenceRunner(KernelRunner):
             ) from exc
 
 
+def _timed_call(runner: KernelRunner, inputs: list[Any], rng_seed: int) -> tuple[list[Any], float]:
+    """One reference call and its wall seconds."""
+    t0 = time.perf_counter()
+    result = runner.invoke(inputs, rng_seed=rng_seed)
+    return result, time.perf_counter() - t0
+
+
 def fp4_hint(dtypes: list[str], device: torch.device) -> str:
     """Why a reference with fp4 tensors fails on a GPU older than Blackwell: cuBLAS has no fp4 matmul
     there (CUBLAS_STATUS_NOT_SUPPORTED on the H200 for every nvfp4 problem of the public benchmark)."""
@@ -142,10 +149,9 @@ class Reference:
         seed, runner = self.init_seed, self.runner(idx)
 
         def call(inputs: list[Any], rng_seed: int) -> list[Any]:
-            t0 = time.perf_counter()
-            result = runner.invoke(inputs, rng_seed=rng_seed)
+            result, seconds = _timed_call(runner, inputs, rng_seed)
             if after_call is not None:
-                after_call(time.perf_counter() - t0)
+                after_call(seconds)
             return result
 
         inputs = self.inputs(idx, seed, 1.0)
@@ -171,6 +177,11 @@ class Reference:
             layout != _layout(self.inputs(idx, timed_seed(seed, k), 1.0)) for k in range(1, LAYOUT_SEEDS + 1)
         )
         return contract
+
+    def call_s(self, idx: int, seed: int) -> float:
+        """Seconds of one call of workload `idx` on the set of `seed` (drawn untimed): the CPU budget's
+        look at another seed's set (session.Session._cpu_budget)."""
+        return _timed_call(self.runner(idx), self.inputs(idx, seed, 1.0), seed)[1]
 
     @property
     def seed_may_shape(self) -> bool:
